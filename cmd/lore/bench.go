@@ -1,0 +1,17 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+func bench(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("bench: which one? engine")
+	}
+	switch args[0] {
+	case "engine":
+		return benchEngine(ctx, args[1:])
+	}
+	return fmt.Errorf("bench: unknown benchmark %q (engine)", args[0])
+}

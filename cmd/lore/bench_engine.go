@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"lore/engine"
+)
+
+// benchWords is the vocabulary bench prompts are drawn from: plain English
+// that every synthetic and real model tokenises at about a token per word.
+var benchWords = strings.Fields(`the a of and to in is it that for on with as was at by be this
+from or have an they which one you were her all she there would their we him been has when who will
+more no if out so said what up its about into than them can only other new some could time these two
+may then do first any my now such like our over man me even most made after also did many before must
+through back years where much your way well down should because each just those people how too little
+state good very make world still own see men work long get here between both life being under never
+day same another know while last might us great old year off come since against go came right used
+take three house water system city place small large light power music story river garden market
+history science energy library student report question answer model memory engine paper window`)
+
+// benchText returns about n tokens of text: the words are tokenised and the
+// count adjusted until it lands within a few tokens.
+func benchText(ctx context.Context, m *engine.Model, n int, seed uint64) (string, int, error) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	words := make([]string, 0, n)
+	for len(words) < n*2 {
+		words = append(words, benchWords[rng.IntN(len(benchWords))])
+	}
+	lo, hi := 1, len(words)
+	best, bestN := "", 0
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		text := strings.Join(words[:mid], " ")
+		toks, err := m.Tokenize(ctx, text, false)
+		if err != nil {
+			return "", 0, err
+		}
+		if len(toks) <= n {
+			best, bestN = text, len(toks)
+			lo = mid + 1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, bestN, nil
+}
+
+type engineBench struct {
+	Model          string             `json:"model"`
+	Threads        int                `json:"threads"`
+	FlashAttention string             `json:"flash_attention"`
+	PrefillTokS    map[string]float64 `json:"prefill_tok_s"`
+	DecodeTokS     float64            `json:"decode_tok_s"`
+	TTFTColdMs     float64            `json:"ttft_cold_ms"`
+	TTFTCachedMs   float64            `json:"ttft_cached_ms"`
+	PromptTokens   int                `json:"prompt_tokens"`
+	CachedTokens   int                `json:"cached_tokens"`
+	// CacheRatio is the cached TTFT over the cold TTFT scaled by the share of
+	// tokens left to evaluate: 1.0 means the cache saved all it could.
+	CacheRatio float64 `json:"cache_ratio"`
+	// EngineOverheadRatio is the share of client-observed TTFT spent outside
+	// llama.cpp's decode and sampling calls.
+	EngineOverheadRatio float64 `json:"engine_overhead_ratio"`
+	LoadMs              float64 `json:"load_ms"`
+	Runs                int     `json:"runs"`
+}
+
+func benchEngine(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench engine", flag.ContinueOnError)
+	model := fs.String("model", "", "GGUF model `file`")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	threads := fs.Int("threads", 0, "threads (default: physical cores)")
+	flash := fs.String("flash-attention", "on", "flash attention: on, off or auto")
+	lengths := fs.String("lengths", "64,256,1024", "prompt lengths for prefill speed")
+	runs := fs.Int("runs", 3, "runs per measurement (the median is reported)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" {
+		return fmt.Errorf("bench engine: --model is required (lore synth-model --shape 0.5b --out FILE makes one)")
+	}
+	var lens []int
+	for _, s := range strings.Split(*lengths, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 8 {
+			return fmt.Errorf("bench engine: bad length %q", s)
+		}
+		lens = append(lens, n)
+	}
+	maxLen := max(slicesMax(lens), 1000) + 64
+	m, err := engine.Open(engine.Options{Path: *model, Threads: *threads, FlashAttention: *flash,
+		NumCtx: maxLen + 256, Batch: 512})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.Start(ctx); err != nil {
+		return err
+	}
+	res := engineBench{Model: *model, Threads: m.Info().Threads, FlashAttention: *flash,
+		PrefillTokS: map[string]float64{}, Runs: *runs}
+	progress := func(format string, a ...any) {
+		if !*asJSON {
+			fmt.Fprintf(os.Stderr, format+"\n", a...)
+		}
+	}
+	seed := uint64(1)
+	// gen runs one generation of prompt and returns its stats.
+	gen := func(prompt string, maxTokens int) (engine.Stats, error) {
+		return m.Generate(ctx, engine.GenerateRequest{Prompt: prompt, MaxTokens: maxTokens},
+			func(string) error { return nil })
+	}
+
+	for _, n := range lens {
+		var speeds []float64
+		for range *runs {
+			seed++
+			text, _, err := benchText(ctx, m, n, seed)
+			if err != nil {
+				return err
+			}
+			st, err := gen(text, 1)
+			if err != nil {
+				return err
+			}
+			speeds = append(speeds, float64(st.EvalTokens)/(st.PrefillMs/1000))
+		}
+		res.PrefillTokS[strconv.Itoa(n)] = round1(median(speeds))
+		progress("prefill %5d tokens: %.1f tok/s", n, median(speeds))
+	}
+
+	// Decode speed: a short prompt, 64 tokens generated.
+	var decode []float64
+	for range *runs {
+		seed++
+		text, _, err := benchText(ctx, m, 32, seed)
+		if err != nil {
+			return err
+		}
+		st, err := gen(text, 64)
+		if err != nil {
+			return err
+		}
+		if st.DecodeTokens > 1 {
+			decode = append(decode, st.DecodeTokS)
+		}
+	}
+	res.DecodeTokS = round1(median(decode))
+	progress("decode: %.1f tok/s", res.DecodeTokS)
+
+	// TTFT at 1,000 prompt tokens: cold, then with a 300-token prefix cached.
+	var cold, cached, overhead []float64
+	for range *runs {
+		seed++
+		system, _, err := benchText(ctx, m, 300, seed)
+		if err != nil {
+			return err
+		}
+		seed++
+		rest, _, err := benchText(ctx, m, 700, seed)
+		if err != nil {
+			return err
+		}
+		prompt := system + " " + rest
+		// Cold: something else in the cache first.
+		if _, err := m.Prefill(ctx, "reset "+rest); err != nil {
+			return err
+		}
+		st, err := gen(prompt, 1)
+		if err != nil {
+			return err
+		}
+		cold = append(cold, st.ClientTTFT)
+		overhead = append(overhead, (st.ClientTTFT-st.LlamaMs)/st.ClientTTFT)
+		res.PromptTokens = st.PromptTokens
+		// Cached: the system part is already evaluated.
+		if _, err := m.Prefill(ctx, system); err != nil {
+			return err
+		}
+		seed++
+		other, _, err := benchText(ctx, m, 700, seed)
+		if err != nil {
+			return err
+		}
+		st, err = gen(system+" "+other, 1)
+		if err != nil {
+			return err
+		}
+		cached = append(cached, st.ClientTTFT)
+		overhead = append(overhead, (st.ClientTTFT-st.LlamaMs)/st.ClientTTFT)
+		res.CachedTokens = st.CachedTokens
+	}
+	res.TTFTColdMs, res.TTFTCachedMs = round1(median(cold)), round1(median(cached))
+	if res.PromptTokens > 0 {
+		share := float64(res.PromptTokens-res.CachedTokens) / float64(res.PromptTokens)
+		res.CacheRatio = round3(res.TTFTCachedMs / (res.TTFTColdMs * share))
+	}
+	res.EngineOverheadRatio = round3(median(overhead))
+	progress("ttft 1000 tokens: cold %.0f ms, 300 cached %.0f ms (ratio %.3f, target ≤ 1.05)",
+		res.TTFTColdMs, res.TTFTCachedMs, res.CacheRatio)
+	progress("engine overhead: %.2f%% of TTFT (target < 2%%)", 100*res.EngineOverheadRatio)
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	return nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func slicesMax(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }

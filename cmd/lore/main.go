@@ -1,0 +1,64 @@
+// Command lore is Lore's headless CLI and server: index folders, search
+// them, ask questions with an on-device model, and serve the web UI.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"lore/engine/llamarunner"
+)
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+var commands = map[string]command{
+	"synth-model": {"write a synthetic GGUF model for tests and benchmarks", synthModel},
+	"bench":       {"benchmarks: bench engine --model FILE [--json]", bench},
+	"demo":        {"synthesise a model and stream an answer with its timing breakdown", demo},
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "runner" {
+		llamarunner.Main() // a model runner child process; never returns
+	}
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		return
+	}
+	cmd, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "lore: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.run(ctx, os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "lore:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: lore COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].summary)
+	}
+}

@@ -1,0 +1,298 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lore/engine"
+	"lore/engine/llamarunner"
+	"lore/engine/synth"
+)
+
+// The test binary doubles as the runner: the engine re-executes it with
+// LORE_TEST_RUNNER=1, as the real binary re-executes itself as `lore runner`.
+func TestMain(m *testing.M) {
+	if os.Getenv("LORE_TEST_RUNNER") == "1" {
+		llamarunner.Main()
+	}
+	os.Exit(m.Run())
+}
+
+var (
+	modelsOnce sync.Once
+	modelsDir  string
+	modelsErr  error
+)
+
+// models writes the tiny synthetic chat and embedding models once per run.
+func models(t *testing.T) (chat, embed string) {
+	t.Helper()
+	modelsOnce.Do(func() {
+		modelsDir, modelsErr = os.MkdirTemp("", "lore-engine-test")
+		if modelsErr != nil {
+			return
+		}
+		if modelsErr = synth.Write(filepath.Join(modelsDir, "chat.gguf"), synth.Options{Shape: "tiny", Seed: 1}); modelsErr != nil {
+			return
+		}
+		modelsErr = synth.Write(filepath.Join(modelsDir, "embed.gguf"), synth.Options{Shape: "tiny", Embedding: true, Seed: 2})
+	})
+	if modelsErr != nil {
+		t.Fatal(modelsErr)
+	}
+	return filepath.Join(modelsDir, "chat.gguf"), filepath.Join(modelsDir, "embed.gguf")
+}
+
+func open(t *testing.T, path string) *engine.Model {
+	t.Helper()
+	m, err := engine.Open(engine.Options{Path: path, NumCtx: 1024, Threads: 2,
+		RunnerCmd: []string{os.Args[0]}, RunnerEnv: []string{"LORE_TEST_RUNNER=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func generate(t *testing.T, m *engine.Model, prompt string, n int) (string, []string, engine.Stats) {
+	t.Helper()
+	var pieces []string
+	st, err := m.Generate(context.Background(), engine.GenerateRequest{Prompt: prompt, MaxTokens: n},
+		func(p string) error { pieces = append(pieces, p); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(pieces, ""), pieces, st
+}
+
+const question = "the river market opened before the library and the garden was small"
+
+func TestGenerateDeterministicAndCached(t *testing.T) {
+	chat, _ := models(t)
+	m := open(t, chat)
+	a, pieces, st := generate(t, m, question, 12)
+	if a == "" || st.DecodeTokens == 0 {
+		t.Fatalf("no output: %q %+v", a, st)
+	}
+	if len(pieces) < 2 {
+		t.Errorf("streamed %d pieces, want one per token", len(pieces))
+	}
+	if st.PromptTokens == 0 || st.EvalTokens+st.CachedTokens != st.PromptTokens {
+		t.Errorf("token counts do not add up: %+v", st)
+	}
+	if st.PrefillMs <= 0 || st.TTFTMs <= 0 || st.ClientTTFT < st.TTFTMs {
+		t.Errorf("timings: %+v", st)
+	}
+
+	// Same prompt again: greedy output identical, the prompt served from cache.
+	b, _, st2 := generate(t, m, question, 12)
+	if a != b {
+		t.Fatalf("greedy output changed: %q vs %q", a, b)
+	}
+	if st2.CachedTokens != st2.PromptTokens-1 || st2.EvalTokens != 1 {
+		t.Errorf("repeat prompt: cached %d eval %d of %d", st2.CachedTokens, st2.EvalTokens, st2.PromptTokens)
+	}
+
+	// A prompt sharing a prefix evaluates only the new suffix, and its output
+	// matches a cold run in a fresh runner.
+	longer := question + " and the students wrote a report about energy"
+	warm, _, st3 := generate(t, m, longer, 12)
+	if st3.CachedTokens < st.PromptTokens-1 || st3.EvalTokens != st3.PromptTokens-st3.CachedTokens {
+		t.Errorf("shared prefix: cached %d eval %d of %d (first prompt %d)", st3.CachedTokens, st3.EvalTokens, st3.PromptTokens, st.PromptTokens)
+	}
+	cold := open(t, chat)
+	coldOut, _, st4 := generate(t, cold, longer, 12)
+	if st4.CachedTokens != 0 {
+		t.Errorf("fresh runner reports %d cached tokens", st4.CachedTokens)
+	}
+	if coldOut != warm {
+		t.Errorf("cached run %q differs from cold run %q", warm, coldOut)
+	}
+}
+
+func TestWarmPrefix(t *testing.T) {
+	chat, _ := models(t)
+	m := open(t, chat)
+	prefix, err := m.Template().Prefix("You answer from the library.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := m.Warm(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, st := generate(t, m, prefix+"hello there", 4)
+	if st.CachedTokens < ws.PromptTokens-1 {
+		t.Errorf("warm prefix of %d tokens, but only %d cached", ws.PromptTokens, st.CachedTokens)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	chat, _ := models(t)
+	m := open(t, chat)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	st, err := m.Generate(ctx, engine.GenerateRequest{Prompt: question, MaxTokens: 500},
+		func(string) error {
+			n++
+			if n == 3 {
+				cancel()
+			}
+			return nil
+		})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if n != 3 {
+		t.Errorf("%d pieces delivered after cancel at 3", n)
+	}
+	if st.DecodeTokens > 6 {
+		t.Errorf("runner decoded %d tokens after cancel at 3", st.DecodeTokens)
+	}
+	// The runner serves the next request.
+	if out, _, _ := generate(t, m, question, 3); out == "" {
+		t.Error("no output after a cancelled request")
+	}
+}
+
+func TestRunnerKilled(t *testing.T) {
+	chat, _ := models(t)
+	m := open(t, chat)
+	generate(t, m, question, 2) // start the runner
+	pid := m.RunnerPID()
+	if pid == 0 {
+		t.Fatal("no runner process")
+	}
+	killed := false
+	_, err := m.Generate(context.Background(), engine.GenerateRequest{Prompt: question + " again", MaxTokens: 500},
+		func(string) error {
+			if !killed {
+				killed = true
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return nil
+		})
+	if !errors.Is(err, engine.ErrRunnerDied) {
+		t.Fatalf("err = %v, want ErrRunnerDied", err)
+	}
+	if !strings.Contains(err.Error(), "killed") {
+		t.Errorf("error does not say how the runner ended: %v", err)
+	}
+	if out, _, _ := generate(t, m, question, 3); out == "" {
+		t.Error("no output from the restarted runner")
+	}
+}
+
+func TestInvalidFiles(t *testing.T) {
+	dir := t.TempDir()
+	chat, _ := models(t)
+	good, _ := os.ReadFile(chat)
+	files := map[string][]byte{
+		"empty.gguf":     nil,
+		"text.gguf":      []byte("hello, I am not a model\n"),
+		"truncated.gguf": good[:len(good)/3],
+		"header.gguf":    good[:24],
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, data, 0o644)
+		if _, err := engine.Open(engine.Options{Path: p}); err == nil {
+			t.Errorf("%s: opened without error", name)
+		}
+	}
+	if _, err := engine.Open(engine.Options{Path: filepath.Join(dir, "missing.gguf")}); err == nil {
+		t.Error("missing file: opened without error")
+	}
+}
+
+func TestEmbed(t *testing.T) {
+	_, emb := models(t)
+	m := open(t, emb)
+	texts := []string{"the river market", "a report about energy", "the river market", "small garden"}
+	vecs, err := m.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vecs) != len(texts) {
+		t.Fatalf("%d vectors for %d texts", len(vecs), len(texts))
+	}
+	for i, v := range vecs {
+		var n float64
+		for _, x := range v {
+			n += float64(x) * float64(x)
+		}
+		if math.Abs(math.Sqrt(n)-1) > 1e-3 {
+			t.Errorf("vector %d has norm %v", i, math.Sqrt(n))
+		}
+	}
+	if !equal(vecs[0], vecs[2]) {
+		t.Error("identical text gave different vectors")
+	}
+	if equal(vecs[0], vecs[1]) {
+		t.Error("different texts gave identical vectors")
+	}
+	// Batched and single calls agree.
+	one, err := m.Embed(context.Background(), texts[1:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range one[0] {
+		if math.Abs(float64(one[0][i]-vecs[1][i])) > 1e-4 {
+			t.Fatalf("batched and single embeddings differ at %d: %v vs %v", i, vecs[1][i], one[0][i])
+		}
+	}
+	chat, _ := models(t)
+	if _, err := open(t, chat).Embed(context.Background(), texts); err == nil {
+		t.Error("a chat model without pooling embedded without error")
+	}
+}
+
+func TestQueueReportsWait(t *testing.T) {
+	chat, _ := models(t)
+	m := open(t, chat)
+	generate(t, m, question, 1)
+	var wg sync.WaitGroup
+	stats := make([]engine.Stats, 3)
+	for i := range stats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := m.Generate(context.Background(), engine.GenerateRequest{Prompt: question, MaxTokens: 8},
+				func(string) error { time.Sleep(5 * time.Millisecond); return nil })
+			if err != nil {
+				t.Error(err)
+			}
+			stats[i] = st
+		}()
+	}
+	wg.Wait()
+	waited := 0
+	for _, st := range stats {
+		if st.QueueMs > 1 {
+			waited++
+		}
+	}
+	if waited < 2 {
+		t.Errorf("of 3 concurrent requests %d report waiting in the queue: %+v", waited, stats)
+	}
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,422 @@
+// Package llamarunner is the child-process side of the engine: it owns one
+// llama.cpp model and context and serves the engine's wire protocol. It runs
+// in its own process because llama.cpp aborts the whole process on some
+// malformed files and failed asserts; the parent survives and restarts it.
+package llamarunner
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ollama/ollama/llama"
+	"github.com/ollama/ollama/ml"
+
+	"lore/engine"
+)
+
+// Serve reads requests from r and writes replies to w until r is closed.
+func Serve(r io.Reader, w io.Writer) error {
+	s := &server{out: bufio.NewWriter(w)}
+	reqs := make(chan received)
+	go s.read(r, reqs)
+	defer s.free()
+	for rq := range reqs {
+		s.cur.Store(rq.req.ID)
+		if err := s.handle(rq); err != nil {
+			s.reply(engine.Reply{Error: err.Error(), Done: true})
+		}
+	}
+	return nil
+}
+
+type received struct {
+	req engine.Request
+	at  time.Time
+}
+
+type server struct {
+	mu  sync.Mutex // guards out
+	out *bufio.Writer
+
+	cur       atomic.Uint64 // id of the request being served
+	cancelled atomic.Uint64 // id of the last cancelled request
+
+	p     engine.LoadParams
+	model *llama.Model
+	lctx  *llama.Context
+	batch *llama.Batch
+	// cache holds, per sequence, the tokens whose KV sits in the context.
+	cache map[int][]int
+}
+
+func (s *server) read(r io.Reader, reqs chan<- received) {
+	defer close(reqs)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for sc.Scan() {
+		var req engine.Request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			s.reply(engine.Reply{Error: fmt.Sprintf("bad request: %v", err), Done: true})
+			continue
+		}
+		if req.Op == "cancel" {
+			s.cancelled.Store(req.ID)
+			continue
+		}
+		reqs <- received{req, time.Now()}
+	}
+}
+
+func (s *server) isCancelled() bool { return s.cancelled.Load() == s.cur.Load() }
+
+func (s *server) reply(r engine.Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, _ := json.Marshal(r)
+	s.out.Write(append(b, '\n'))
+	s.out.Flush()
+}
+
+func (s *server) handle(rq received) error {
+	req := rq.req
+	if req.Op != "load" && s.model == nil {
+		return errors.New("no model loaded")
+	}
+	switch req.Op {
+	case "load":
+		return s.load(req.Load)
+	case "tokenize":
+		toks, err := s.model.Tokenize(req.Text, req.Special, req.Special)
+		if err != nil {
+			return err
+		}
+		s.reply(engine.Reply{Tokens: toks, Done: true})
+		return nil
+	case "prefill":
+		st := engine.Stats{}
+		if _, err := s.prefill(req, rq.at, &st); err != nil {
+			return err
+		}
+		s.reply(engine.Reply{Stats: &st, Done: true})
+		return nil
+	case "generate":
+		return s.generate(req, rq.at)
+	case "embed":
+		return s.embed(req)
+	case "rerank":
+		return s.rerank(req)
+	}
+	return fmt.Errorf("unknown op %q", req.Op)
+}
+
+func (s *server) load(p *engine.LoadParams) error {
+	if p == nil {
+		return errors.New("load: no parameters")
+	}
+	if s.model != nil {
+		return errors.New("load: a model is already loaded")
+	}
+	start := time.Now()
+	llama.BackendInit()
+	m, err := llama.LoadModelFromFile(p.Path, llama.ModelParams{UseMmap: true, NumGpuLayers: p.GPULayers})
+	if err != nil {
+		return fmt.Errorf("load %s: %w", p.Path, err)
+	}
+	fa := ml.FlashAttentionAuto
+	switch p.FlashAttention {
+	case "on":
+		fa = ml.FlashAttentionEnabled
+	case "off":
+		fa = ml.FlashAttentionDisabled
+	}
+	seqs := max(p.Seqs, 1)
+	c, err := llama.NewContextWithModel(m, llama.NewContextParams(p.NumCtx, p.Batch, seqs, p.Threads, fa, ""))
+	if err != nil {
+		llama.FreeModel(m)
+		return fmt.Errorf("context for %s: %w", p.Path, err)
+	}
+	b, err := llama.NewBatch(p.Batch, seqs, 0)
+	if err != nil {
+		llama.FreeModel(m)
+		return err
+	}
+	s.p, s.model, s.lctx, s.batch = *p, m, c, b
+	s.cache = map[int][]int{}
+	s.reply(engine.Reply{Done: true, Loaded: &engine.Loaded{
+		NumCtx: p.NumCtx, NumVocab: m.NumVocab(), NumEmbd: m.NEmbd(),
+		LoadMs: ms(time.Since(start)),
+	}})
+	return nil
+}
+
+func (s *server) free() {
+	if s.batch != nil {
+		s.batch.Free()
+	}
+	if s.model != nil {
+		llama.FreeModel(s.model)
+	}
+}
+
+// prefill tokenises req.Text and evaluates whatever of it is not already in
+// the sequence's KV cache. It returns the prompt tokens and leaves the logits
+// of the last one ready for sampling.
+func (s *server) prefill(req engine.Request, at time.Time, st *engine.Stats) ([]int, error) {
+	t := time.Now()
+	toks, err := s.model.Tokenize(req.Text, true, true)
+	if err != nil {
+		return nil, fmt.Errorf("tokenize: %w", err)
+	}
+	st.TokenizeMs = ms(time.Since(t))
+	if len(toks) == 0 {
+		return nil, errors.New("empty prompt")
+	}
+	if len(toks)+req.MaxTokens > s.p.NumCtx {
+		return nil, fmt.Errorf("prompt of %d tokens plus %d to generate exceeds the context of %d tokens",
+			len(toks), req.MaxTokens, s.p.NumCtx)
+	}
+	seq := req.Seq
+	cached := s.cache[seq]
+	n := commonPrefix(cached, toks)
+	if n == len(toks) {
+		n-- // the last token must be evaluated again to get its logits
+	}
+	if !s.lctx.KvCacheSeqRm(seq, n, -1) {
+		// Partial removal is not supported by this cache: start the sequence over.
+		s.lctx.KvCacheSeqRm(seq, 0, -1)
+		n = 0
+	}
+	s.cache[seq] = cached[:n]
+	st.PromptTokens, st.CachedTokens, st.EvalTokens = len(toks), n, len(toks)-n
+
+	t = time.Now()
+	for i := n; i < len(toks); i += s.p.Batch {
+		if s.isCancelled() {
+			return nil, errCancelled
+		}
+		s.batch.Clear()
+		end := min(i+s.p.Batch, len(toks))
+		for j := i; j < end; j++ {
+			s.batch.Add(toks[j], nil, j, j == len(toks)-1, seq)
+		}
+		if err := s.lctx.Decode(s.batch); err != nil {
+			return nil, fmt.Errorf("prefill: %w", err)
+		}
+		s.cache[seq] = append(s.cache[seq], toks[i:end]...)
+	}
+	st.PrefillMs = ms(time.Since(t))
+	st.LlamaMs = st.PrefillMs
+	return toks, nil
+}
+
+var errCancelled = errors.New("cancelled")
+
+func (s *server) generate(req engine.Request, at time.Time) error {
+	var st engine.Stats
+	toks, err := s.prefill(req, at, &st)
+	if errors.Is(err, errCancelled) {
+		st.StopReason = "cancel"
+		s.reply(engine.Reply{Done: true, Stats: &st})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	prefillEnd := time.Now()
+	sc, err := llama.NewSamplingContext(s.model, llama.SamplingParams{
+		TopK: req.Sampling.TopK, TopP: req.Sampling.TopP, Temp: req.Sampling.Temperature,
+		Seed: req.Sampling.Seed, PenaltyRepeat: 1,
+	})
+	if err != nil {
+		return err
+	}
+	text := engine.NewTextStream(req.Stop)
+	seq, pos := req.Seq, len(toks)
+	idx := s.batch.NumTokens() - 1
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = s.p.NumCtx - len(toks)
+	}
+	var first time.Time
+	emit := func(piece string) {
+		if piece == "" {
+			return
+		}
+		if first.IsZero() {
+			first = time.Now()
+			st.FirstDecodeMs = ms(first.Sub(prefillEnd))
+			st.TTFTMs = ms(first.Sub(at))
+			st.LlamaMs += ms(first.Sub(prefillEnd)) // sampling and decodes up to here
+		}
+		s.reply(engine.Reply{Piece: piece})
+	}
+	st.StopReason = "length"
+	for st.DecodeTokens < maxTokens && pos < s.p.NumCtx {
+		if s.isCancelled() {
+			st.StopReason = "cancel"
+			break
+		}
+		tok := sc.Sample(s.lctx, idx)
+		sc.Accept(tok, false)
+		st.DecodeTokens++
+		if s.model.TokenIsEog(tok) {
+			st.StopReason = "eos"
+			break
+		}
+		out, stopped := text.Push(s.model.TokenToPiece(tok))
+		emit(out)
+		if stopped {
+			st.StopReason = "stop"
+			break
+		}
+		s.batch.Clear()
+		s.batch.Add(tok, nil, pos, true, seq)
+		if err := s.lctx.Decode(s.batch); err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		s.cache[seq] = append(s.cache[seq], tok)
+		pos++
+		idx = 0
+	}
+	if st.StopReason != "stop" {
+		emit(text.Flush())
+	}
+	st.DecodeMs = ms(time.Since(prefillEnd))
+	if st.DecodeMs > 0 {
+		st.DecodeTokS = float64(st.DecodeTokens) / (st.DecodeMs / 1000)
+	}
+	s.reply(engine.Reply{Done: true, Stats: &st})
+	return nil
+}
+
+// embed returns one L2-normalised pooled vector per text, packing several
+// texts into each batch as separate sequences.
+func (s *server) embed(req engine.Request) error {
+	if s.p.Pooling == 0 {
+		return errors.New("this model has no pooling type: it is not an embedding model")
+	}
+	vecs := make([][]float32, len(req.Texts))
+	seqs := max(s.p.Seqs, 1)
+	var pending []int // indexes of texts in the current batch
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		defer s.lctx.KvCacheClear()
+		if err := s.lctx.Decode(s.batch); err != nil {
+			return fmt.Errorf("embed: %w", err)
+		}
+		for j, i := range pending {
+			v := s.lctx.GetEmbeddingsSeq(j)
+			if v == nil {
+				return errors.New("embed: the model returned no pooled embedding")
+			}
+			vecs[i] = normalize(v)
+		}
+		pending = pending[:0]
+		s.batch.Clear()
+		return nil
+	}
+	s.batch.Clear()
+	for i, text := range req.Texts {
+		if s.isCancelled() {
+			return errCancelled
+		}
+		toks, err := s.model.Tokenize(text, true, false)
+		if err != nil {
+			return fmt.Errorf("embed: tokenize: %w", err)
+		}
+		toks = toks[:min(len(toks), s.p.Batch)]
+		if len(toks) == 0 {
+			toks = []int{0}
+		}
+		if len(pending) == seqs || s.batch.NumTokens()+len(toks) > s.p.Batch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		seq := len(pending)
+		for j, t := range toks {
+			s.batch.Add(t, nil, j, true, seq)
+		}
+		pending = append(pending, i)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	s.reply(engine.Reply{Vectors: vecs, Done: true})
+	return nil
+}
+
+// rerank scores (query, document) pairs with a cross-encoder (rank pooling).
+func (s *server) rerank(req engine.Request) error {
+	const rankPooling = 4
+	if s.p.Pooling != rankPooling {
+		return errors.New("this model is not a reranker (rank pooling)")
+	}
+	bos, eos, sep := specialTokens(s.model)
+	q, err := s.model.Tokenize(req.Query, false, false)
+	if err != nil {
+		return err
+	}
+	scores := make([]float32, len(req.Texts))
+	for i, doc := range req.Texts {
+		if s.isCancelled() {
+			return errCancelled
+		}
+		d, err := s.model.Tokenize(doc, false, false)
+		if err != nil {
+			return err
+		}
+		// The layout llama.cpp's server uses: [BOS] query [EOS] [SEP] doc [EOS].
+		toks := append(append(append([]int{bos}, q...), eos, sep), append(d, eos)...)
+		toks = toks[:min(len(toks), s.p.Batch)]
+		s.batch.Clear()
+		for j, t := range toks {
+			s.batch.Add(t, nil, j, true, 0)
+		}
+		if err := s.lctx.Decode(s.batch); err != nil {
+			return fmt.Errorf("rerank: %w", err)
+		}
+		sc, ok := rankScore(s.lctx, 0)
+		if !ok {
+			return errors.New("rerank: the model returned no score")
+		}
+		scores[i] = sc
+		s.lctx.KvCacheClear()
+	}
+	s.reply(engine.Reply{Scores: scores, Done: true})
+	return nil
+}
+
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func normalize(v []float32) []float32 {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	if sum == 0 {
+		return v
+	}
+	inv := float32(1 / math.Sqrt(sum))
+	for i := range v {
+		v[i] *= inv
+	}
+	return v
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,329 @@
+// Package engine runs GGUF models on the device. Each Model is a llama.cpp
+// runner in a supervised child process (the same binary, re-executed), so a
+// crash inside llama.cpp costs one request, not the app. The engine keeps the
+// longest common prefix of consecutive prompts in the KV cache and queues
+// concurrent callers.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"lore/engine/gguf"
+)
+
+// Options configures a Model. Zero values take defaults.
+type Options struct {
+	Path      string // GGUF file
+	NumCtx    int    // context tokens (default 4096, capped by the model's)
+	Batch     int    // tokens per decode call (default 512)
+	Seqs      int    // parallel sequences (default 1; embedding models 8)
+	Threads   int    // default: physical cores
+	GPULayers int
+	// FlashAttention is "auto", "on" or "off" (default "on": faster on CPU
+	// at long prompts, see README).
+	FlashAttention string
+	// QueueCapacity bounds waiting callers; beyond it calls fail with ErrBusy
+	// (default 64, negative means unbounded).
+	QueueCapacity int
+	// RunnerCmd starts a runner (default: this executable with "runner").
+	RunnerCmd []string
+	RunnerEnv []string
+}
+
+// Info describes a loaded model.
+type Info struct {
+	gguf.Info
+	Path     string `json:"path"`
+	Template string `json:"template"`
+	NumCtx   int    `json:"num_ctx"`
+	Threads  int    `json:"threads"`
+}
+
+// Model is one GGUF model served by a supervised runner process.
+type Model struct {
+	opt   Options
+	info  Info
+	tmpl  *Template
+	queue *Queue
+
+	mu     sync.Mutex // guards proc and warm
+	proc   *process
+	warm   string // prompt prefix to restore after a restart
+	loaded Loaded
+}
+
+// Open validates the file's GGUF header and prepares a model. The runner
+// starts on first use (or Start).
+func Open(opt Options) (*Model, error) {
+	f, err := gguf.Open(opt.Path)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", opt.Path, err)
+	}
+	gi := f.Info()
+	if opt.Batch <= 0 {
+		opt.Batch = 512
+	}
+	if opt.Seqs <= 0 {
+		opt.Seqs = 1
+		if gi.PoolingType > gguf.PoolingNone {
+			opt.Seqs = 8
+		}
+	}
+	if opt.NumCtx <= 0 {
+		opt.NumCtx = 4096
+		if gi.PoolingType > gguf.PoolingNone {
+			opt.NumCtx = opt.Batch * opt.Seqs
+		}
+	}
+	if gi.ContextLength > 0 && uint64(opt.NumCtx) > gi.ContextLength {
+		opt.NumCtx = int(gi.ContextLength)
+	}
+	if opt.Threads <= 0 {
+		opt.Threads = PhysicalCores()
+	}
+	if opt.FlashAttention == "" {
+		opt.FlashAttention = "on"
+	}
+	if opt.QueueCapacity == 0 {
+		opt.QueueCapacity = 64
+	}
+	if len(opt.RunnerCmd) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find runner executable: %w", err)
+		}
+		opt.RunnerCmd = []string{exe, "runner"}
+	}
+	tmpl := TemplateFor(gi.ChatTemplate)
+	return &Model{
+		opt:   opt,
+		tmpl:  tmpl,
+		queue: NewQueue(max(opt.QueueCapacity, 0)),
+		info: Info{Info: gi, Path: opt.Path, Template: tmpl.Name,
+			NumCtx: opt.NumCtx, Threads: opt.Threads},
+	}, nil
+}
+
+// Info describes the model.
+func (m *Model) Info() Info { return m.info }
+
+// ID identifies the model file for version ids and embedding records.
+func (m *Model) ID() string { return filepath.Base(m.opt.Path) }
+
+// Template is the model's prompt format.
+func (m *Model) Template() *Template { return m.tmpl }
+
+// Queue exposes the model's wait queue.
+func (m *Model) Queue() *Queue { return m.queue }
+
+// Start starts the runner and loads the model now rather than on first use.
+func (m *Model) Start(ctx context.Context) error {
+	release, _, err := m.queue.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = m.runner(ctx)
+	return err
+}
+
+// RunnerPID is the runner's process id, 0 when none is running.
+func (m *Model) RunnerPID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil || !m.proc.alive() {
+		return 0
+	}
+	return m.proc.cmd.Process.Pid
+}
+
+// Close stops the runner, freeing the model's memory.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc != nil {
+		m.proc.close()
+		m.proc = nil
+	}
+	return nil
+}
+
+// runner returns a live runner with the model loaded and the warm prefix in
+// its cache, starting a fresh one if the last died. The caller holds the queue.
+func (m *Model) runner(ctx context.Context) (*process, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc != nil && m.proc.alive() {
+		return m.proc, nil
+	}
+	p, err := startProcess(m.opt.RunnerCmd, m.opt.RunnerEnv)
+	if err != nil {
+		return nil, err
+	}
+	load := &LoadParams{Path: m.opt.Path, NumCtx: m.opt.NumCtx, Batch: m.opt.Batch, Seqs: m.opt.Seqs,
+		Threads: m.opt.Threads, GPULayers: m.opt.GPULayers, FlashAttention: m.opt.FlashAttention,
+		Pooling: max(int(m.info.PoolingType), 0)}
+	err = p.call(ctx, Request{Op: "load", Load: load}, func(r Reply) error {
+		if r.Loaded != nil {
+			m.loaded = *r.Loaded
+		}
+		return nil
+	})
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("load %s: %w", filepath.Base(m.opt.Path), err)
+	}
+	m.proc = p
+	if m.warm != "" {
+		if err := p.call(ctx, Request{Op: "prefill", Text: m.warm}, func(Reply) error { return nil }); err != nil {
+			return nil, fmt.Errorf("warm prefix: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// do runs one request under the queue and returns the time it waited.
+func (m *Model) do(ctx context.Context, req Request, fn func(Reply) error) (time.Duration, error) {
+	release, waited, err := m.queue.Acquire(ctx)
+	if err != nil {
+		return waited, err
+	}
+	defer release()
+	p, err := m.runner(ctx)
+	if err != nil {
+		return waited, err
+	}
+	return waited, p.call(ctx, req, fn)
+}
+
+// GenerateRequest is one completion.
+type GenerateRequest struct {
+	// Prompt is rendered text (see Template); Messages are rendered with the
+	// model's template when Prompt is empty.
+	Prompt    string
+	Messages  []Message
+	Sampling  Sampling
+	MaxTokens int
+	Stop      []string // added to the template's stop strings
+}
+
+// Generate streams the completion's text to fn piece by piece, as each token
+// is sampled. Cancelling ctx stops decoding within one token. An error from
+// fn cancels the generation and is returned.
+func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece string) error) (Stats, error) {
+	prompt := req.Prompt
+	if prompt == "" {
+		var err error
+		if prompt, err = m.tmpl.Render(req.Messages); err != nil {
+			return Stats{}, err
+		}
+	}
+	var st Stats
+	var sent time.Time
+	firstSeen := false
+	wire := Request{Op: "generate", Text: prompt, Sampling: req.Sampling, MaxTokens: req.MaxTokens,
+		Stop: append(append([]string(nil), m.tmpl.Stops...), req.Stop...)}
+	release, waited, err := m.queue.Acquire(ctx)
+	st.QueueMs = ms(waited)
+	if err != nil {
+		return st, err
+	}
+	defer release()
+	p, err := m.runner(ctx)
+	if err != nil {
+		return st, err
+	}
+	sent = time.Now()
+	err = p.call(ctx, wire, func(r Reply) error {
+		if r.Piece != "" {
+			if !firstSeen {
+				firstSeen = true
+				st.ClientTTFT = ms(time.Since(sent))
+			}
+			return fn(r.Piece)
+		}
+		if r.Stats != nil {
+			q, c := st.QueueMs, st.ClientTTFT
+			st = *r.Stats
+			st.QueueMs, st.ClientTTFT = q, c
+			if c > 0 {
+				st.RunnerRTTMs = max(c-st.TTFTMs, 0)
+			}
+		}
+		return nil
+	})
+	return st, err
+}
+
+// Warm evaluates prefix into the KV cache and keeps it there across runner
+// restarts, so prompts that start with it pay only for the rest.
+func (m *Model) Warm(ctx context.Context, prefix string) (Stats, error) {
+	m.mu.Lock()
+	m.warm = prefix
+	m.mu.Unlock()
+	return m.Prefill(ctx, prefix)
+}
+
+// Prefill evaluates text into the KV cache without generating.
+func (m *Model) Prefill(ctx context.Context, text string) (Stats, error) {
+	var st Stats
+	waited, err := m.do(ctx, Request{Op: "prefill", Text: text}, func(r Reply) error {
+		if r.Stats != nil {
+			st = *r.Stats
+		}
+		return nil
+	})
+	st.QueueMs = ms(waited)
+	return st, err
+}
+
+// Tokenize returns text's tokens; special parses control tokens such as
+// <|im_start|>.
+func (m *Model) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {
+	var toks []int
+	_, err := m.do(ctx, Request{Op: "tokenize", Text: text, Special: special}, func(r Reply) error {
+		toks = r.Tokens
+		return nil
+	})
+	return toks, err
+}
+
+// Embed returns one L2-normalised vector per text (embedding models only).
+func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	var vecs [][]float32
+	_, err := m.do(ctx, Request{Op: "embed", Texts: texts}, func(r Reply) error {
+		vecs = r.Vectors
+		return nil
+	})
+	if err == nil && len(vecs) != len(texts) {
+		err = fmt.Errorf("embed: got %d vectors for %d texts", len(vecs), len(texts))
+	}
+	return vecs, err
+}
+
+// Rerank scores each document's relevance to query (cross-encoder models).
+func (m *Model) Rerank(ctx context.Context, query string, docs []string) ([]float32, error) {
+	if m.info.PoolingType != gguf.PoolingRank {
+		return nil, ErrNotReranker
+	}
+	var scores []float32
+	_, err := m.do(ctx, Request{Op: "rerank", Query: query, Texts: docs}, func(r Reply) error {
+		scores = r.Scores
+		return nil
+	})
+	return scores, err
+}
+
+// ErrNotReranker is returned by Rerank on models without rank pooling.
+var ErrNotReranker = errors.New("model is not a reranker")
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/template"
+)
+
+// Message is one turn of a chat.
+type Message struct {
+	Role    string `json:"role"` // system, user, assistant
+	Content string `json:"content"`
+}
+
+// Template renders chats in a model's prompt format. The Jinja template a
+// GGUF file carries is untrusted data: it is only compared with Ollama's
+// library of known templates, never executed.
+type Template struct {
+	Name  string
+	tmpl  *template.Template
+	Stops []string
+}
+
+// families recognise a template by a marker when its text differs too much
+// from the library's copy (newer models add tool-calling branches). The Go
+// templates are Ollama's.
+var families = []struct {
+	marker, name, text string
+	stops              []string
+}{
+	{"<|im_start|>", "chatml", "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n",
+		[]string{"<|im_start|>", "<|im_end|>"}},
+	{"<|start_header_id|>", "llama3-instruct", "{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>\n{{- end }}<|start_header_id|>assistant<|end_header_id|>\n\n",
+		[]string{"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
+	{"<|user|>", "phi-3", "{{- range .Messages }}<|{{ .Role }}|>\n{{ .Content }}<|end|>\n{{ end }}<|assistant|>\n",
+		[]string{"<|end|>", "<|system|>", "<|user|>", "<|assistant|>"}},
+	{"", "plain", "{{- range .Messages }}{{ if eq .Role \"system\" }}{{ .Content }}\n\n{{ else if eq .Role \"user\" }}User: {{ .Content }}\n\n{{ else }}Assistant: {{ .Content }}\n\n{{ end }}{{ end }}Assistant:",
+		[]string{"\nUser:"}},
+}
+
+// TemplateFor maps a GGUF chat template to a known one: Ollama's library by
+// similarity, then a family marker, else a plain fallback.
+func TemplateFor(jinja string) *Template {
+	if jinja != "" {
+		if n, err := template.Named(jinja); err == nil {
+			if t, err := template.Parse(string(n.Bytes)); err == nil {
+				tt := &Template{Name: n.Name, tmpl: t}
+				if n.Parameters != nil {
+					tt.Stops = n.Parameters.Stop
+				}
+				return tt
+			}
+		}
+	}
+	for _, f := range families {
+		if f.marker == "" || (jinja != "" && strings.Contains(jinja, f.marker)) {
+			t, err := template.Parse(f.text)
+			if err != nil {
+				panic(err) // constant templates
+			}
+			return &Template{Name: f.name, tmpl: t, Stops: f.stops}
+		}
+	}
+	panic("unreachable: the plain family matches everything")
+}
+
+// Render formats msgs and opens the assistant's turn.
+func (t *Template) Render(msgs []Message) (string, error) {
+	var b strings.Builder
+	am := make([]api.Message, len(msgs))
+	for i, m := range msgs {
+		am[i] = api.Message{Role: m.Role, Content: m.Content}
+	}
+	if err := t.tmpl.Execute(&b, template.Values{Messages: am}); err != nil {
+		return "", fmt.Errorf("render %s template: %w", t.Name, err)
+	}
+	return b.String(), nil
+}
+
+// Prefix returns the part of every prompt that comes before the first user
+// turn when the chat starts with system: the stable prefix to keep cached.
+func (t *Template) Prefix(system string) (string, error) {
+	const mark = "\x00lore-user-turn\x00"
+	s, err := t.Render([]Message{{Role: "system", Content: system}, {Role: "user", Content: mark}})
+	if err != nil {
+		return "", err
+	}
+	i := strings.Index(s, mark)
+	if i < 0 {
+		return "", fmt.Errorf("%s template dropped the user turn", t.Name)
+	}
+	return s[:i], nil
+}
