@@ -22,7 +22,7 @@ type Options struct {
 	Path      string // GGUF file
 	NumCtx    int    // context tokens (default 4096, capped by the model's)
 	Batch     int    // tokens per decode call (default 512)
-	Seqs      int    // parallel sequences (default 1; embedding models 8)
+	Seqs      int    // parallel sequences (default 1)
 	Threads   int    // default: physical cores
 	GPULayers int
 	// FlashAttention is "auto", "on" or "off" (default "on": faster on CPU
@@ -71,14 +71,11 @@ func Open(opt Options) (*Model, error) {
 	}
 	if opt.Seqs <= 0 {
 		opt.Seqs = 1
-		if gi.PoolingType > gguf.PoolingNone {
-			opt.Seqs = 8
-		}
 	}
 	if opt.NumCtx <= 0 {
 		opt.NumCtx = 4096
 		if gi.PoolingType > gguf.PoolingNone {
-			opt.NumCtx = opt.Batch * opt.Seqs
+			opt.NumCtx = opt.Batch // one text at a time
 		}
 	}
 	if gi.ContextLength > 0 && uint64(opt.NumCtx) > gi.ContextLength {
@@ -211,6 +208,9 @@ type GenerateRequest struct {
 	Sampling  Sampling
 	MaxTokens int
 	Stop      []string // added to the template's stop strings
+	// OnPlan, if set, is called before prefill with the prompt, cached and
+	// to-be-evaluated token counts, so a UI can say how long reading takes.
+	OnPlan func(Stats)
 }
 
 // Generate streams the completion's text to fn piece by piece, as each token
@@ -241,6 +241,9 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 	}
 	sent = time.Now()
 	err = p.call(ctx, wire, func(r Reply) error {
+		if r.Plan != nil && req.OnPlan != nil {
+			req.OnPlan(*r.Plan)
+		}
 		if r.Piece != "" {
 			if !firstSeen {
 				firstSeen = true

@@ -56,6 +56,7 @@ type Reply struct {
 	Piece   string      `json:"piece,omitempty"`
 	Done    bool        `json:"done,omitempty"`
 	Stats   *Stats      `json:"stats,omitempty"`
+	Plan    *Stats      `json:"plan,omitempty"` // sent before prefill: prompt, cached and eval tokens
 	Vectors [][]float32 `json:"vectors,omitempty"`
 	Scores  []float32   `json:"scores,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"lore/engine/llamarunner"
+	"lore/index/parse"
 )
 
 type command struct {
@@ -23,12 +24,28 @@ type command struct {
 var commands = map[string]command{
 	"synth-model": {"write a synthetic GGUF model for tests and benchmarks", synthModel},
 	"bench":       {"benchmarks: bench engine --model FILE [--json]", bench},
-	"demo":        {"synthesise a model and stream an answer with its timing breakdown", demo},
+	"demo":        {"index a sample library with synthetic models and stream an answer with its timings", demo},
+	"index":       {"index folders: index [--workspace W] [--embed-model F] PATH...", indexCmd},
+	"search":      {"search the library: search [--json] \"query\"", searchCmd},
+	"ask":         {"ask a question: ask [--model F] [--json] \"question\"", askCmd},
+	"traces":      {"recent traces and per-stage percentiles", tracesCmd},
+	"serve":       {"serve the HTTP API and web UI on loopback", serveCmd},
+	"eval":        {"quality: eval retrieval --queries FILE.jsonl", evalCmd},
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "runner" {
-		llamarunner.Main() // a model runner child process; never returns
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "runner":
+			llamarunner.Main() // a model runner child process; never returns
+		case "parse-worker":
+			// A document parser child process (risky formats run here).
+			if err := parse.ServeWorker(os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, "parse-worker:", err)
+				os.Exit(1)
+			}
+			return
+		}
 	}
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()

@@ -195,6 +195,10 @@ func (s *server) prefill(req engine.Request, at time.Time, st *engine.Stats) ([]
 	}
 	s.cache[seq] = cached[:n]
 	st.PromptTokens, st.CachedTokens, st.EvalTokens = len(toks), n, len(toks)-n
+	if req.Op == "generate" {
+		plan := *st
+		s.reply(engine.Reply{Plan: &plan})
+	}
 
 	t = time.Now()
 	for i := n; i < len(toks); i += s.p.Batch {
@@ -296,35 +300,15 @@ func (s *server) generate(req engine.Request, at time.Time) error {
 	return nil
 }
 
-// embed returns one L2-normalised pooled vector per text, packing several
-// texts into each batch as separate sequences.
+// embed returns one L2-normalised pooled vector per text. Each text is its
+// own decode: packing texts of different lengths as parallel sequences gave
+// different vectors for the same text in this llama.cpp version, and chunks
+// are long enough that packing would save little.
 func (s *server) embed(req engine.Request) error {
 	if s.p.Pooling == 0 {
 		return errors.New("this model has no pooling type: it is not an embedding model")
 	}
 	vecs := make([][]float32, len(req.Texts))
-	seqs := max(s.p.Seqs, 1)
-	var pending []int // indexes of texts in the current batch
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		defer s.lctx.KvCacheClear()
-		if err := s.lctx.Decode(s.batch); err != nil {
-			return fmt.Errorf("embed: %w", err)
-		}
-		for j, i := range pending {
-			v := s.lctx.GetEmbeddingsSeq(j)
-			if v == nil {
-				return errors.New("embed: the model returned no pooled embedding")
-			}
-			vecs[i] = normalize(v)
-		}
-		pending = pending[:0]
-		s.batch.Clear()
-		return nil
-	}
-	s.batch.Clear()
 	for i, text := range req.Texts {
 		if s.isCancelled() {
 			return errCancelled
@@ -333,23 +317,26 @@ func (s *server) embed(req engine.Request) error {
 		if err != nil {
 			return fmt.Errorf("embed: tokenize: %w", err)
 		}
-		toks = toks[:min(len(toks), s.p.Batch)]
+		toks = toks[:min(len(toks), s.p.Batch)] // longer texts are truncated
 		if len(toks) == 0 {
 			toks = []int{0}
 		}
-		if len(pending) == seqs || s.batch.NumTokens()+len(toks) > s.p.Batch {
-			if err := flush(); err != nil {
-				return err
+		s.batch.Clear()
+		for j, t := range toks {
+			s.batch.Add(t, nil, j, true, 0)
+		}
+		err = s.lctx.Decode(s.batch)
+		if err == nil {
+			if v := s.lctx.GetEmbeddingsSeq(0); v != nil {
+				vecs[i] = normalize(v)
+			} else {
+				err = errors.New("the model returned no pooled embedding")
 			}
 		}
-		seq := len(pending)
-		for j, t := range toks {
-			s.batch.Add(t, nil, j, true, seq)
+		s.lctx.KvCacheClear()
+		if err != nil {
+			return fmt.Errorf("embed: %w", err)
 		}
-		pending = append(pending, i)
-	}
-	if err := flush(); err != nil {
-		return err
 	}
 	s.reply(engine.Reply{Vectors: vecs, Done: true})
 	return nil

@@ -1,0 +1,145 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"lore/engine"
+	"lore/index/retrieve"
+)
+
+// PromptVersion changes whenever the prompt's wording or layout changes, so
+// a latency or quality regression can be tied to it (it is part of
+// version_id).
+const PromptVersion = "p1"
+
+// systemPrompt is byte-identical in every request: its KV is computed once,
+// at model load, and reused by every question.
+const systemPrompt = `You are Lore, an assistant that answers questions from the user's own documents.
+Answer only from the numbered sources given with the question. After each sentence that uses a source, cite it as [1], [2].
+If the sources do not contain the answer, say that you could not find it in the library. Be brief.`
+
+// prompt is an assembled prompt and what went into it.
+type prompt struct {
+	text     string
+	passages []retrieve.Passage // those that fit, in prompt order
+	tokens   int                // estimated prompt tokens
+}
+
+// tokenCounter counts tokens with the chat model's tokenizer.
+type tokenCounter interface {
+	Tokenize(ctx context.Context, text string, special bool) ([]int, error)
+}
+
+// assemble lays the prompt out for prefix caching: the stable system prompt,
+// then the passages (in a stable order, so a follow-up that retrieves the same
+// passages reuses their KV), then the conversation so far, the question last.
+// Passages are added best first until the token budget is spent.
+func assemble(ctx context.Context, tmpl *engine.Template, tc tokenCounter, history []engine.Message,
+	question string, passages []retrieve.Passage, budget int) (prompt, error) {
+	var fit []retrieve.Passage
+	used := 0
+	for _, p := range passages {
+		n := p.Tokens
+		if tc != nil {
+			toks, err := tc.Tokenize(ctx, sourceBlock(0, p), false)
+			if err != nil {
+				return prompt{}, fmt.Errorf("count passage tokens: %w", err)
+			}
+			n = len(toks)
+		}
+		if used+n > budget && len(fit) > 0 {
+			continue // a shorter passage further down may still fit
+		}
+		if used+n > budget {
+			p.Text = truncateWords(p.Text, budget)
+			n = budget
+		}
+		fit = append(fit, p)
+		used += n
+	}
+	// Stable order: by chunk id, so the same set of passages gives the same
+	// bytes whatever their scores.
+	ordered := append([]retrieve.Passage(nil), fit...)
+	sortByChunk(ordered)
+
+	var b strings.Builder
+	if len(ordered) > 0 {
+		b.WriteString("Sources:\n\n")
+		for i, p := range ordered {
+			b.WriteString(sourceBlock(i+1, p))
+		}
+	}
+	msgs := []engine.Message{{Role: "system", Content: systemPrompt}}
+	first := true
+	for _, m := range history {
+		if first && m.Role == "user" && b.Len() > 0 {
+			m.Content = b.String() + m.Content
+			first = false
+		}
+		msgs = append(msgs, m)
+	}
+	q := "Question: " + question
+	if first && b.Len() > 0 {
+		q = b.String() + q
+	}
+	msgs = append(msgs, engine.Message{Role: "user", Content: q})
+	text, err := tmpl.Render(msgs)
+	if err != nil {
+		return prompt{}, err
+	}
+	return prompt{text: text, passages: ordered, tokens: used}, nil
+}
+
+// sourceBlock is one passage as the model sees it.
+func sourceBlock(n int, p retrieve.Passage) string {
+	loc := p.Rel
+	if loc == "" {
+		loc = p.Path
+	}
+	if p.Heading != "" {
+		loc += " › " + p.Heading
+	}
+	if p.Page > 0 {
+		loc += fmt.Sprintf(" (page %d)", p.Page)
+	} else if p.LineStart > 0 {
+		loc += fmt.Sprintf(" (lines %d–%d)", p.LineStart, p.LineEnd)
+	}
+	return fmt.Sprintf("[%d] %s\n%s\n\n", n, loc, strings.TrimSpace(p.Text))
+}
+
+func sortByChunk(ps []retrieve.Passage) {
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j].ChunkID < ps[j-1].ChunkID; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+// truncateWords keeps about n tokens' worth of words (a token is ~0.75 words).
+func truncateWords(s string, n int) string {
+	w := strings.Fields(s)
+	keep := max(n*3/4, 1)
+	if len(w) <= keep {
+		return s
+	}
+	return strings.Join(w[:keep], " ") + " …"
+}
+
+// extractive is the answer given when no generation model is available:
+// the best passages, quoted and labelled.
+func extractive(passages []retrieve.Passage, reason string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Extractive answer** (%s): the most relevant passages from your library.\n\n", reason)
+	if len(passages) == 0 {
+		b.WriteString("Nothing in this workspace matches the question.\n")
+	}
+	for i, p := range passages {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(&b, "> %s [%d]\n\n", strings.ReplaceAll(strings.TrimSpace(truncateWords(p.Text, 80)), "\n", "\n> "), i+1)
+	}
+	return b.String()
+}

@@ -1,0 +1,282 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"lore/store"
+)
+
+// ErrNotFound and ErrInvalid classify errors for the front doors.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrInvalid  = errors.New("invalid request")
+)
+
+// WorkspaceInfo is a workspace with its folders and counts.
+type WorkspaceInfo struct {
+	ID        int64    `json:"id"`
+	Name      string   `json:"name"`
+	Folders   []string `json:"folders"`
+	Documents int      `json:"documents"`
+	Chunks    int      `json:"chunks"`
+	Indexing  bool     `json:"indexing"`
+}
+
+// Workspaces lists workspaces, creating "default" if there are none.
+func (a *App) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
+	wss, err := a.db.Workspaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(wss) == 0 {
+		w, err := a.workspace(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		wss = []store.Workspace{w}
+	}
+	out := make([]WorkspaceInfo, 0, len(wss))
+	for _, w := range wss {
+		info := WorkspaceInfo{ID: w.ID, Name: w.Name, Folders: []string{}}
+		fs, err := a.db.Folders(ctx, w.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fs {
+			info.Folders = append(info.Folders, f.Path)
+		}
+		c, err := a.db.Counts(ctx, w.ID, "")
+		if err != nil {
+			return nil, err
+		}
+		info.Documents = c.Documents[store.StatusIndexed]
+		info.Chunks = c.Chunks
+		info.Indexing, _ = a.IndexStatus(w.Name)
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// CreateWorkspace creates a named workspace.
+func (a *App) CreateWorkspace(ctx context.Context, name string) (WorkspaceInfo, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 64 || strings.ContainsAny(name, "/\\\x00") {
+		return WorkspaceInfo{}, fmt.Errorf("%w: workspace names are 1–64 characters without slashes", ErrInvalid)
+	}
+	w, err := a.db.EnsureWorkspace(ctx, name)
+	if err != nil {
+		return WorkspaceInfo{}, err
+	}
+	return WorkspaceInfo{ID: w.ID, Name: w.Name, Folders: []string{}}, nil
+}
+
+// DocumentInfo is one document's indexing state.
+type DocumentInfo struct {
+	ID     int64  `json:"id"`
+	Path   string `json:"path"`
+	Rel    string `json:"rel"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Documents lists a workspace's documents with their status and errors.
+func (a *App) Documents(ctx context.Context, workspace string) ([]DocumentInfo, error) {
+	ws, err := a.workspace(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	folders, err := a.db.Folders(ctx, ws.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := []DocumentInfo{}
+	for _, f := range folders {
+		docs, err := a.db.DocumentsByFolder(ctx, f.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			out = append(out, DocumentInfo{ID: d.ID, Path: d.Path, Rel: d.Rel, Status: string(d.Status), Error: d.Error})
+		}
+	}
+	return out, nil
+}
+
+// Chats lists a workspace's chats, newest first.
+func (a *App) Chats(ctx context.Context, workspace string) ([]store.Chat, error) {
+	ws, err := a.workspace(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := a.db.Chats(ctx, ws.ID)
+	if cs == nil {
+		cs = []store.Chat{}
+	}
+	return cs, err
+}
+
+// ChatWithMessages is a chat and its turns.
+type ChatWithMessages struct {
+	ID       int64           `json:"id"`
+	Messages []store.Message `json:"messages"`
+}
+
+// Chat returns a chat's turns.
+func (a *App) Chat(ctx context.Context, id int64) (ChatWithMessages, error) {
+	msgs, err := a.db.Messages(ctx, id)
+	if err != nil {
+		return ChatWithMessages{}, err
+	}
+	if msgs == nil {
+		msgs = []store.Message{}
+	}
+	return ChatWithMessages{ID: id, Messages: msgs}, nil
+}
+
+// Chunk returns one passage with its location.
+func (a *App) Chunk(ctx context.Context, id int64) (Source, error) {
+	hits, err := a.db.ChunkTexts(ctx, []int64{id})
+	if err != nil {
+		return Source{}, err
+	}
+	if len(hits) == 0 {
+		return Source{}, fmt.Errorf("chunk %d: %w", id, ErrNotFound)
+	}
+	h := hits[0]
+	return Source{ChunkID: h.ChunkID, Document: h.Rel, Path: h.Path, Page: h.Page, Heading: h.Heading,
+		LineStart: h.LineStart, LineEnd: h.LineEnd, Text: h.Text}, nil
+}
+
+// Traces returns recent traces, newest first.
+func (a *App) Traces(ctx context.Context, limit int) ([]json.RawMessage, error) {
+	recs, err := a.db.Traces(ctx, store.TraceFilter{Limit: min(max(limit, 1), 1000)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r.JSON)
+	}
+	return out, nil
+}
+
+// Trace returns one stored trace.
+func (a *App) Trace(ctx context.Context, id string) (*Trace, error) {
+	recs, err := a.db.Traces(ctx, store.TraceFilter{RequestID: id, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("trace %s: %w", id, ErrNotFound)
+	}
+	var t Trace
+	if err := json.Unmarshal(recs[0].JSON, &t); err != nil {
+		return nil, fmt.Errorf("trace %s: %w", id, err)
+	}
+	return &t, nil
+}
+
+// ReportUI adds the UI's own measurements to a trace: the user-visible TTFT
+// and the paint time. The gap to ttft_ms is transport and rendering.
+func (a *App) ReportUI(ctx context.Context, id string, uiTTFT, paint float64) error {
+	if uiTTFT <= 0 || uiTTFT > 3.6e6 || paint < 0 || paint > uiTTFT || math.IsNaN(uiTTFT+paint) {
+		return fmt.Errorf("%w: ui_ttft_ms must be in (0, 1h] and paint_ms in [0, ui_ttft_ms]", ErrInvalid)
+	}
+	t, err := a.Trace(ctx, id)
+	if err != nil {
+		return err
+	}
+	t.Stages[StageUITTFT] = round(uiTTFT)
+	t.Stages[StagePaint] = round(paint)
+	t.StageStarts[StageUITTFT] = 0
+	t.StageStarts[StagePaint] = round(uiTTFT - paint)
+	return a.saveTrace(ctx, t)
+}
+
+// TraceStats is the percentile view the latency panel shows.
+type TraceStats struct {
+	Window        string                 `json:"window"`
+	N             int                    `json:"n"`
+	Stages        map[string]Percentiles `json:"stages"`
+	ByBucket      map[string]store.Stats `json:"by_bucket"`
+	ByFallback    map[string]store.Stats `json:"by_fallback"`
+	TTFTHistogram []HistogramBin         `json:"ttft_histogram"`
+}
+
+// Percentiles of one stage.
+type Percentiles = store.Percentiles
+
+// HistogramBin counts traces with TTFT in (previous le, le]; the last has
+// le null (no upper bound).
+type HistogramBin struct {
+	LE    *float64 `json:"le"`
+	Count int      `json:"count"`
+}
+
+var ttftBins = []float64{100, 250, 500, 1000, 2000, 4000, 8000, 16000}
+
+// Stats computes per-stage percentiles over the traces of a window such as
+// "1h", "24h", "7d" or "all".
+func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
+	since, err := windowStart(window)
+	if err != nil {
+		return TraceStats{}, err
+	}
+	ss, err := a.db.StageStats(ctx, 0, since)
+	if err != nil {
+		return TraceStats{}, err
+	}
+	out := TraceStats{Window: window, N: ss.All.N, Stages: map[string]Percentiles{},
+		ByBucket: ss.ByPromptBucket, ByFallback: map[string]store.Stats{}}
+	for k, v := range ss.All.Stages {
+		out.Stages[k] = v
+	}
+	for k, v := range ss.ByFallback {
+		out.ByFallback[fmt.Sprint(k)] = v
+	}
+	recs, err := a.db.Traces(ctx, store.TraceFilter{Since: since, Limit: 100000})
+	if err != nil {
+		return TraceStats{}, err
+	}
+	counts := make([]int, len(ttftBins)+1)
+	for _, r := range recs {
+		i := 0
+		for i < len(ttftBins) && r.TTFTms > ttftBins[i] {
+			i++
+		}
+		counts[i]++
+	}
+	for i, c := range counts {
+		bin := HistogramBin{Count: c}
+		if i < len(ttftBins) {
+			le := ttftBins[i]
+			bin.LE = &le
+		}
+		out.TTFTHistogram = append(out.TTFTHistogram, bin)
+	}
+	return out, nil
+}
+
+func windowStart(w string) (time.Time, error) {
+	switch w {
+	case "", "all":
+		return time.Time{}, nil
+	}
+	if d, ok := strings.CutSuffix(w, "d"); ok {
+		var n int
+		if _, err := fmt.Sscan(d, &n); err == nil && n > 0 {
+			return time.Now().Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	d, err := time.ParseDuration(w)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("%w: window %q (use 15m, 1h, 24h, 7d or all)", ErrInvalid, w)
+	}
+	return time.Now().Add(-d), nil
+}

@@ -1,0 +1,73 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Telemetry is the process's tracing and metrics.
+type Telemetry struct {
+	Tracer   trace.Tracer
+	Metrics  http.Handler // Prometheus text format
+	OnTrace  func(*Trace) // records a finished trace's stages as histograms
+	shutdown []func(context.Context) error
+}
+
+// NewTelemetry exports spans over OTLP/HTTP when the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) variable is set, and
+// keeps per-stage latency histograms for /metrics.
+func NewTelemetry(ctx context.Context) (*Telemetry, error) {
+	t := &Telemetry{Tracer: noop.NewTracerProvider().Tracer("lore")}
+	res := resource.NewSchemaless(attribute.String("service.name", "lore"))
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("otlp exporter: %w", err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		t.Tracer = tp.Tracer("lore")
+		t.shutdown = append(t.shutdown, tp.Shutdown)
+	}
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
+	t.shutdown = append(t.shutdown, mp.Shutdown)
+	hist, err := mp.Meter("lore").Float64Histogram("lore.stage.duration",
+		metric.WithUnit("ms"), metric.WithDescription("Time spent in each stage of answering a question"),
+		metric.WithExplicitBucketBoundaries(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000))
+	if err != nil {
+		return nil, err
+	}
+	t.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	t.OnTrace = func(tr *Trace) {
+		for name, ms := range tr.Stages {
+			hist.Record(context.Background(), ms, metric.WithAttributes(
+				attribute.String("stage", trimMs(name)), attribute.Int("fallback_level", tr.FallbackLevel)))
+		}
+	}
+	return t, nil
+}
+
+// Shutdown flushes exporters.
+func (t *Telemetry) Shutdown(ctx context.Context) {
+	for _, f := range t.shutdown {
+		f(ctx)
+	}
+}

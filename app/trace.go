@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Trace records where the time of one answer went. Stage times are
+// milliseconds; StageStarts gives each stage's start as an offset from the
+// moment the request was received, so stages can be drawn on one axis.
+type Trace struct {
+	RequestID         string    `json:"request_id"`
+	WorkspaceID       int64     `json:"workspace_id"`
+	ChatID            int64     `json:"chat_id"`
+	Question          string    `json:"question"`
+	VersionID         string    `json:"version_id"`
+	Route             string    `json:"route"`
+	FallbackLevel     int       `json:"fallback_level"`
+	FallbackReason    string    `json:"fallback_reason"`
+	PromptTokens      int       `json:"prompt_tokens"`
+	CachedTokens      int       `json:"cached_tokens"`
+	EvalTokens        int       `json:"eval_tokens"`
+	ContextChunks     int       `json:"context_chunks"`
+	ContextBudget     int       `json:"context_budget"`
+	EmbedCacheHit     bool      `json:"embed_cache_hit"`
+	RetrievalCacheHit bool      `json:"retrieval_cache_hit"`
+	RetrievalMode     string    `json:"retrieval_mode"`
+	Received          time.Time `json:"received"`
+	FirstTokenAt      time.Time `json:"first_token_at"`
+	DecodeTokens      int       `json:"decode_tokens"`
+	DecodeTokS        float64   `json:"decode_tok_s"`
+	StopReason        string    `json:"stop_reason,omitempty"`
+	Error             string    `json:"error,omitempty"`
+
+	Stages      map[string]float64 `json:"stages"`
+	StageStarts map[string]float64 `json:"stage_starts"`
+}
+
+// Stage names, as they appear in traces, the API and metrics.
+const (
+	StageQueue       = "queue_ms"
+	StageEmbed       = "embed_ms"
+	StageVector      = "vector_ms"
+	StageBM25        = "bm25_ms"
+	StageRetrieval   = "retrieval_ms"
+	StageRerank      = "rerank_ms"
+	StageAssemble    = "prompt_assemble_ms"
+	StageTokenize    = "tokenize_ms"
+	StagePrefill     = "prefill_ms"
+	StageFirstDecode = "first_decode_ms"
+	StageRunnerRTT   = "runner_rtt_ms"
+	StageLLMTTFT     = "llm_ttft_ms"
+	StageFlush       = "flush_ms"
+	StageTTFT        = "ttft_ms"
+	StageDecode      = "decode_ms"
+	StageTotal       = "total_ms"
+	StageUITTFT      = "ui_ttft_ms"
+	StagePaint       = "paint_ms"
+)
+
+// recorder fills a Trace's stages and mirrors each as an OpenTelemetry span
+// under the request's span. It is safe for the parallel retrieval stages.
+type recorder struct {
+	mu     sync.Mutex
+	t      *Trace
+	t0     time.Time
+	ctx    context.Context // carries the request span
+	tracer trace.Tracer
+}
+
+func newRecorder(ctx context.Context, tracer trace.Tracer, t *Trace) *recorder {
+	t.Stages = map[string]float64{}
+	t.StageStarts = map[string]float64{}
+	return &recorder{t: t, t0: t.Received, ctx: ctx, tracer: tracer}
+}
+
+// add records a stage that ran from start to end.
+func (r *recorder) add(name string, start, end time.Time) {
+	r.set(name, ms(end.Sub(start)), ms(start.Sub(r.t0)))
+	_, span := r.tracer.Start(r.ctx, trimMs(name), trace.WithTimestamp(start))
+	span.End(trace.WithTimestamp(end))
+}
+
+// set records a stage from numbers measured elsewhere (for example inside
+// the runner), with its start offset.
+func (r *recorder) set(name string, d, offset float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.t.Stages[name] = round(d)
+	r.t.StageStarts[name] = round(max(offset, 0))
+}
+
+// since is the offset of t from the request's receipt, in milliseconds.
+func (r *recorder) since(t time.Time) float64 { return ms(t.Sub(r.t0)) }
+
+func (r *recorder) attrs() []attribute.KeyValue {
+	t := r.t
+	return []attribute.KeyValue{
+		attribute.String("lore.request_id", t.RequestID),
+		attribute.Int64("lore.workspace_id", t.WorkspaceID),
+		attribute.String("lore.version_id", t.VersionID),
+		attribute.String("lore.route", t.Route),
+		attribute.Int("lore.fallback_level", t.FallbackLevel),
+		attribute.String("lore.fallback_reason", t.FallbackReason),
+		attribute.Int("lore.prompt_tokens", t.PromptTokens),
+		attribute.Int("lore.cached_tokens", t.CachedTokens),
+		attribute.Int("lore.context_chunks", t.ContextChunks),
+		attribute.Bool("lore.embed_cache_hit", t.EmbedCacheHit),
+		attribute.Bool("lore.retrieval_cache_hit", t.RetrievalCacheHit),
+	}
+}
+
+func trimMs(name string) string {
+	if len(name) > 3 && name[len(name)-3:] == "_ms" {
+		return name[:len(name)-3]
+	}
+	return name
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func round(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }

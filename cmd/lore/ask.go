@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"lore/app"
+)
+
+func askCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
+	var f appFlags
+	f.register(fs)
+	chat := fs.Int64("chat", 0, "continue chat `id`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	q := strings.TrimSpace(strings.Join(pos, " "))
+	if q == "" {
+		return fmt.Errorf("ask: what is the question? (lore ask \"question\")")
+	}
+	tel, err := app.NewTelemetry(ctx)
+	if err != nil {
+		return err
+	}
+	defer tel.Shutdown(context.Background())
+	a, err := f.open(ctx, tel)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	// The model loads and warms its system prefix at start; a long-running
+	// app does this once, so the question's clock starts after it.
+	fmt.Fprint(os.Stderr, "loading model… ")
+	start := time.Now()
+	if err := a.WaitWarm(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%.1fs\n\n", time.Since(start).Seconds())
+	var sources []app.Source
+	tr, err := a.Ask(ctx, app.AskRequest{Question: q, Workspace: f.workspace, ChatID: *chat}, func(event string, data any) error {
+		switch event {
+		case "token":
+			fmt.Print(data.(map[string]string)["text"])
+		case "sources":
+			sources = data.([]app.Source)
+		}
+		return nil
+	})
+	fmt.Println()
+	if tr == nil {
+		return err
+	}
+	if f.json {
+		if perr := printJSON(tr); perr != nil {
+			return perr
+		}
+		return err
+	}
+	if len(sources) > 0 {
+		fmt.Println("\nSources:")
+		for _, s := range sources {
+			loc := s.Document
+			if s.Heading != "" {
+				loc += " › " + s.Heading
+			}
+			fmt.Printf("  [%d] %s\n", s.N, loc)
+		}
+	}
+	printTrace(tr)
+	return err
+}
+
+// stageOrder is the order stages are shown in, as on the latency panel.
+var stageOrder = []string{app.StageQueue, app.StageEmbed, app.StageVector, app.StageBM25, app.StageRetrieval,
+	app.StageRerank, app.StageAssemble, "engine_queue_ms", app.StageRunnerRTT, app.StageTokenize, app.StagePrefill,
+	app.StageFirstDecode, app.StageLLMTTFT, app.StageFlush, app.StageTTFT, app.StageDecode, app.StageTotal}
+
+func printTrace(t *app.Trace) {
+	fmt.Printf("\n%-20s %10s %10s\n", "stage", "start ms", "ms")
+	for _, s := range stageOrder {
+		if v, ok := t.Stages[s]; ok {
+			fmt.Printf("%-20s %10.1f %10.1f\n", strings.TrimSuffix(s, "_ms"), t.StageStarts[s], v)
+		}
+	}
+	fmt.Printf("\nprompt %d tokens (%d cached, %d evaluated) · %d passages · %s retrieval · decode %.1f tok/s\n",
+		t.PromptTokens, t.CachedTokens, t.EvalTokens, t.ContextChunks, t.RetrievalMode, t.DecodeTokS)
+	if t.FallbackLevel > 0 {
+		fmt.Printf("fallback level %d: %s\n", t.FallbackLevel, t.FallbackReason)
+	}
+	fmt.Printf("route %s · version %s · request %s\n", t.Route, t.VersionID, t.RequestID)
+}
+
+func tracesCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("traces", flag.ContinueOnError)
+	var f appFlags
+	f.register(fs)
+	window := fs.String("window", "24h", "percentile window: 15m, 1h, 24h, 7d or all")
+	limit := fs.Int("limit", 10, "recent traces to list")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	a, err := app.New(ctx, app.Config{DataDir: f.data})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	recent, err := a.Traces(ctx, *limit)
+	if err != nil {
+		return err
+	}
+	stats, err := a.Stats(ctx, *window)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(map[string]any{"recent": recent, "stats": stats})
+	}
+	fmt.Printf("%d recent traces\n", len(recent))
+	for _, raw := range recent {
+		var t app.Trace
+		if json.Unmarshal(raw, &t) != nil {
+			continue
+		}
+		fmt.Printf("  %s  %s  ttft %7.1f ms  total %8.1f ms  fallback %d  %s\n", t.Received.Format(time.DateTime),
+			t.RequestID, t.Stages[app.StageTTFT], t.Stages[app.StageTotal], t.FallbackLevel, shorten(t.Question, 50))
+	}
+	fmt.Printf("\nper-stage percentiles over %s (%d traces)\n%-20s %6s %10s %10s %10s\n", *window, stats.N, "stage", "n", "p50", "p95", "p99")
+	names := make([]string, 0, len(stats.Stages))
+	for n := range stats.Stages {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
+	for _, n := range names {
+		p := stats.Stages[n]
+		fmt.Printf("%-20s %6d %10.1f %10.1f %10.1f\n", strings.TrimSuffix(n, "_ms"), p.N, p.P50, p.P95, p.P99)
+	}
+	for b, s := range stats.ByBucket {
+		fmt.Printf("prompt %-10s n=%-4d ttft p50 %.1f p95 %.1f p99 %.1f\n", b, s.N, s.TTFT.P50, s.TTFT.P95, s.TTFT.P99)
+	}
+	for l, s := range stats.ByFallback {
+		fmt.Printf("fallback %-8s n=%-4d ttft p50 %.1f p95 %.1f p99 %.1f\n", l, s.N, s.TTFT.P50, s.TTFT.P95, s.TTFT.P99)
+	}
+	return nil
+}
+
+func rank(stage string) int {
+	for i, s := range stageOrder {
+		if s == stage {
+			return i
+		}
+	}
+	return len(stageOrder)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"lore/app"
+)
+
+// appFlags are the flags every command that opens the library shares.
+type appFlags struct {
+	data, workspace                string
+	model, embedModel, rerankModel string
+	json                           bool
+}
+
+func (f *appFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.data, "data", "", "data `folder` (default $LORE_DATA, else the per-user data folder)")
+	fs.StringVar(&f.workspace, "workspace", "default", "workspace `name`")
+	fs.StringVar(&f.model, "model", "", "chat model GGUF `file` for this run")
+	fs.StringVar(&f.embedModel, "embed-model", "", "embedding model GGUF `file` for this run")
+	fs.StringVar(&f.rerankModel, "rerank-model", "", "rerank model GGUF `file` for this run")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+}
+
+// open opens the app with the flags' overrides.
+func (f *appFlags) open(ctx context.Context, tel *app.Telemetry) (*app.App, error) {
+	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel}
+	if tel != nil {
+		cfg.Tracer, cfg.OnTrace = tel.Tracer, tel.OnTrace
+	}
+	return app.New(ctx, cfg)
+}
+
+// parse parses args, allowing flags after positional arguments
+// (`lore ask "question" --json`).
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// bar renders a progress bar of width w.
+func bar(done, total, w int) string {
+	if total <= 0 {
+		return "[" + strings.Repeat("·", w) + "]"
+	}
+	n := min(done*w/total, w)
+	return "[" + strings.Repeat("█", n) + strings.Repeat("·", w-n) + "]"
+}
+
+func humanDur(s float64) string {
+	switch {
+	case s <= 0:
+		return "—"
+	case s < 60:
+		return fmt.Sprintf("%.0fs", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", int(s)/60, int(s)%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(s)/3600, int(s)%3600/60)
+}

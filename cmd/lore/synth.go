@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"lore/engine/synth"
+)
+
+func synthModel(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("synth-model", flag.ContinueOnError)
+	shape := fs.String("shape", "tiny", "model shape: "+strings.Join(synth.Shapes(), ", "))
+	embedding := fs.Bool("embedding", false, "write a mean-pooled embedding model")
+	seed := fs.Int64("seed", 1, "weights seed")
+	out := fs.String("out", "", "output `file`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("synth-model: --out is required")
+	}
+	start := time.Now()
+	if err := synth.Write(*out, synth.Options{Shape: *shape, Embedding: *embedding, Seed: *seed}); err != nil {
+		return err
+	}
+	st, err := os.Stat(*out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s: %s model, %.1f MB in %.1fs\n", *out, *shape, float64(st.Size())/1e6, time.Since(start).Seconds())
+	return nil
+}

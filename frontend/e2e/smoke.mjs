@@ -1,0 +1,224 @@
+// Browser smoke test of the built UI against e2e/mock-server.mjs (not the real backend):
+// login via ?token= cookie, ask → placeholder/stages → sources before tokens → streamed Markdown with
+// citations; hostile output stays inert (no request to /leak, nothing executed); the UI reports its TTFT;
+// latency waterfall, history, export; library progress and errors; models; settings. Fails on any CSP
+// violation or page error. Needs `npm run build` first.
+//
+//   LORE_E2E_SCREENSHOTS=/tmp/shots node e2e/smoke.mjs
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { launch, watchPage } from './browser.mjs';
+import { startMockServer } from './mock-server.mjs';
+
+if (!existsSync(new URL('../dist/index.html', import.meta.url))) {
+  console.error('dist/ is missing: run `npm run build` first');
+  process.exit(2);
+}
+const server = await startMockServer({ prefillMs: 1500 });
+const browser = await launch();
+let passed = 0;
+const failures = [];
+async function step(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(`ok  ${name}`);
+  } catch (e) {
+    failures.push(name);
+    console.log(`FAIL ${name}\n     ${String(e?.stack ?? e).split('\n').slice(0, 4).join('\n     ')}`);
+  }
+}
+
+try {
+  const page = await browser.newPage();
+  const problems = watchPage(page);
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  const tid = (id) => page.getByTestId(id);
+
+  await step('login with ?token= sets the cookie and loads the app', async () => {
+    await page.goto(server.loginURL);
+    assert.equal(new URL(page.url()).search, '');
+    await tid('workspace-select').locator('option[value="notes"]').waitFor({ state: 'attached' });
+    assert.equal(await tid('transport-kind').textContent(), 'browser');
+  });
+
+  await step('ask: placeholder, live stage, sources before the first token, prefill indicator', async () => {
+    await tid('question-input').fill('How is the index stored?');
+    await tid('submit').click();
+    await tid('answer-placeholder').waitFor({ state: 'visible', timeout: 2000 });
+    await tid('sources').waitFor({ state: 'visible' });
+    assert.equal((await tid('answer').textContent()).trim(), '', 'sources must show before any token');
+    assert.equal(await tid('source').count(), 2);
+    await tid('prefill-progress').waitFor({ state: 'visible' });
+    assert.match(await tid('prefill-text').textContent(), /900 prompt tokens · 310 from cache · 590 to read · about 1\.50 s/);
+    assert.match(await tid('answer-stage').textContent(), /Reading 900 prompt tokens/);
+    await browser.screenshot(page, '01-prefill');
+    await tid('stop').waitFor({ state: 'visible' });
+  });
+
+  await step('answer streams as Markdown with citation links; hostile parts inert', async () => {
+    await page.waitForFunction(() => document.querySelector('[data-testid="answer-meta"]')?.textContent?.includes('TTFT'), null, { timeout: 15000 });
+    const answer = tid('answer');
+    assert.equal(await answer.locator('strong').first().textContent(), 'SQLite');
+    assert.ok((await answer.locator('a.cite').count()) >= 4);
+    assert.equal(await answer.locator('img').count(), 0);
+    assert.equal(await answer.locator('svg, script').count(), 0);
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    assert.deepEqual(server.state.leaks, [], 'no request may reach /leak');
+    assert.ok(await tid('stop').isHidden());
+    await browser.screenshot(page, '02-answer');
+  });
+
+  await step('the UI reported its own TTFT for the request', async () => {
+    await page.waitForTimeout(200);
+    assert.equal(server.state.uiReports.length, 1);
+    const r = server.state.uiReports[0];
+    assert.equal(r.id, 'req-1');
+    assert.ok(r.ui_ttft_ms > 1500 && r.ui_ttft_ms < 10000, `ui_ttft_ms ${r.ui_ttft_ms}`);
+    assert.ok(r.paint_ms >= 0 && r.paint_ms < r.ui_ttft_ms, `paint_ms ${r.paint_ms}`);
+  });
+
+  await step('citation opens the passage (as text)', async () => {
+    await tid('answer').locator('a.cite[data-cite="1"]').first().click();
+    await tid('source-passage').waitFor({ state: 'visible' });
+    assert.match(await tid('passage-text').textContent(), /SQLite with FTS5/);
+    assert.equal(await tid('source-passage').locator('img').count(), 0);
+    assert.equal(await tid('open-source').count(), 0, 'no Open file in the browser');
+    await browser.screenshot(page, '03-passage');
+  });
+
+  await step('latency panel: waterfall of this answer, details, history, stats, export', async () => {
+    await tid('show-latency').click();
+    await tid('waterfall').waitFor({ state: 'visible' });
+    for (const s of ['queue', 'embed', 'vector', 'bm25', 'rerank', 'prompt_assemble', 'prefill', 'first_decode', 'paint']) {
+      assert.equal(await tid(`waterfall-row-${s}`).count(), 1, s);
+    }
+    assert.match(await tid('waterfall-row-vector').getAttribute('class'), /parallel/);
+    assert.match(await tid('detail-tokens').textContent(), /310 cached/);
+    assert.match(await tid('detail-version').textContent(), /prompt-v1/);
+    await tid('stats-table').waitFor();
+    assert.equal(await tid('ttft-histogram').locator('rect').count(), 6);
+    await tid('history-item').first().waitFor();
+    const [dl] = await Promise.all([page.waitForEvent('download'), tid('export-trace').click()]);
+    assert.equal(dl.suggestedFilename(), 'lore-trace-req-1.json');
+    await browser.screenshot(page, '04-latency', { fullPage: true });
+    await tid('history-item').first().click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="trace-id"]')?.textContent?.includes('req-1'));
+  });
+
+  await step('stop aborts a running answer', async () => {
+    await tid('nav-chat').click();
+    await tid('question-input').fill('second question');
+    await tid('submit').click();
+    await tid('sources').last().waitFor({ state: 'visible' });
+    await tid('stop').click();
+    assert.equal(await tid('answer-error').last().textContent(), 'Stopped.');
+    await page.waitForTimeout(1200);
+    assert.ok(server.state.cancels.length >= 1, 'the server saw the cancel/disconnect');
+  });
+
+  await step('library: progress bar, files/s and ETA, per-file errors', async () => {
+    await tid('nav-library').click();
+    await tid('library-progress').waitFor();
+    await page.waitForFunction(() => /files\/s/.test(document.querySelector('[data-testid="library-progress-text"]')?.textContent ?? ''));
+    await browser.screenshot(page, '05-library-indexing');
+    await page.waitForFunction(() => document.querySelector('[data-testid="library-progress-text"]')?.textContent === 'Up to date', null, { timeout: 5000 });
+    assert.match(await tid('library-errors').textContent(), /broken\.pdf — encrypted PDF/);
+    assert.equal(await tid('library-error').count(), 1, 'the same error from progress and documents is listed once');
+    assert.equal(await tid('folder').count(), 1);
+  });
+
+  await step('models and settings', async () => {
+    await tid('nav-models').click();
+    await tid('model-row').first().waitFor();
+    assert.equal(await tid('model-row').count(), 3);
+    assert.equal(await tid('select-chat-model').inputValue(), '/m/qwen2.5-0.5b-q4_0.gguf');
+    await browser.screenshot(page, '06-models');
+    await tid('nav-settings').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="setting-top_k"]')?.value === '5');
+    await tid('setting-top_k').fill('8');
+    await tid('save-settings').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="settings-status"]')?.textContent === 'Saved.');
+    assert.equal(server.state.settings.top_k, 8);
+    await browser.screenshot(page, '07-settings');
+  });
+
+  await step('no CSP violations, page errors or console errors', async () => {
+    const csp = await page.evaluate(() => window.__csp);
+    assert.deepEqual(csp, []);
+    assert.deepEqual(problems, []);
+  });
+
+  // The desktop path: the same build with stubbed Wails bindings (window.go + window.runtime), events
+  // emitted on ask:<request_id> only after Ask() resolved, as docs/api.md describes.
+  const desk = await browser.context.newPage();
+  const deskProblems = watchPage(desk);
+  await desk.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+    const subs = new Map();
+    const emit = (name, payload) => (subs.get(name) ?? []).slice().forEach((f) => f(payload));
+    window.__calls = [];
+    window.runtime = {
+      EventsOn(name, cb) {
+        subs.set(name, [...(subs.get(name) ?? []), cb]);
+        return () => subs.set(name, (subs.get(name) ?? []).filter((f) => f !== cb));
+      },
+      EventsOff(name) { subs.delete(name); },
+    };
+    const later = (ms, f) => new Promise((r) => setTimeout(() => r(f()), ms));
+    window.go = { main: { App: {
+      Workspaces: async () => [{ id: 1, name: 'desk', folders: ['/home/u/notes'], documents: 1, chunks: 3 }],
+      Chats: async () => [], Documents: async () => [], Traces: async () => [], TraceStats: async () => ({ stages: {} }),
+      Models: async () => [], Settings: async () => ({ chat_model: '', embed_model: '', rerank_model: '', top_k: 5, rerank_k: 0, ef_search: 64, context_tokens: 2048, threads: 0, gpu_layers: 0 }),
+      Chunk: async () => ({ text: 'full passage from Go' }),
+      OpenSource: async (id) => window.__calls.push(['OpenSource', id]),
+      AddFolder: async (ws) => { window.__calls.push(['AddFolder', ws]); return ''; },
+      ReportUI: async (...a) => window.__calls.push(['ReportUI', ...a]),
+      Cancel: async (id) => window.__calls.push(['Cancel', id]),
+      Ask: async (req) => {
+        window.__calls.push(['Ask', req.question]);
+        const ch = 'ask:w-1';
+        later(30, () => emit(ch, { type: 'trace', data: { request_id: 'w-1', chat_id: 1 } }))
+          .then(() => later(20, () => emit(ch, { type: 'stage', data: { name: 'retrieval', state: 'start' } })))
+          .then(() => later(20, () => emit(ch, { type: 'sources', data: [{ n: 1, chunk_id: 5, document: 'a.md', path: '/home/u/notes/a.md', text: 'snippet' }] })))
+          .then(() => later(50, () => emit(ch, { type: 'token', data: { text: 'From the desktop [1]' } })))
+          .then(() => later(20, () => emit(ch, { type: 'done', data: { request_id: 'w-1', stages: { ttft_ms: 120 }, stage_starts: {} } })));
+        return 'w-1';
+      },
+    } } };
+  });
+  const dt = (id) => desk.getByTestId(id);
+
+  await step('desktop (Wails stub): ask over events, Open file, native folder picker', async () => {
+    await desk.goto(server.url + '/');
+    assert.equal(await dt('transport-kind').textContent(), 'desktop');
+    await dt('workspace-select').locator('option[value="desk"]').waitFor({ state: 'attached' });
+    await dt('question-input').fill('desktop question');
+    await dt('submit').click();
+    await desk.waitForFunction(() => document.querySelector('[data-testid="answer-meta"]')?.textContent?.includes('TTFT'));
+    assert.equal(await dt('answer').locator('a.cite').count(), 1);
+    await dt('answer').locator('a.cite').click();
+    await dt('open-source').click();
+    await dt('nav-library').click();
+    assert.equal(await dt('folder-path-input').count(), 0, 'no path input on the desktop');
+    await dt('add-folder').click();
+    await desk.waitForTimeout(100);
+    const calls = await desk.evaluate(() => window.__calls);
+    assert.deepEqual(calls.find((c) => c[0] === 'OpenSource'), ['OpenSource', 5]);
+    assert.deepEqual(calls.find((c) => c[0] === 'AddFolder'), ['AddFolder', 'desk']);
+    const rep = calls.find((c) => c[0] === 'ReportUI');
+    assert.ok(rep && rep[1] === 'w-1' && rep[2] > 0 && rep[3] >= 0, JSON.stringify(rep));
+    assert.deepEqual(await desk.evaluate(() => window.__csp), []);
+    assert.deepEqual(deskProblems, []);
+    await browser.screenshot(desk, '08-desktop-library');
+  });
+} finally {
+  await browser.close();
+  await server.close();
+}
+console.log(`${passed} passed, ${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);

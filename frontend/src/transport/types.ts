@@ -1,0 +1,270 @@
+// Types mirror docs/api.md exactly. Anything the contract leaves open is marked "contract:".
+
+export type StageName =
+  | 'queue'
+  | 'embed'
+  | 'vector'
+  | 'bm25'
+  | 'retrieval'
+  | 'rerank'
+  | 'prompt_assemble'
+  | 'prefill'
+  | 'generate';
+
+export interface AskRequest {
+  question: string;
+  workspace: string;
+  chat_id?: number;
+}
+
+/** `trace` event: first, at once. */
+export interface TraceStart {
+  request_id: string;
+  chat_id: number;
+}
+
+export interface PrefillDetail {
+  prompt_tokens: number;
+  cached_tokens: number;
+  eval_tokens: number;
+  expected_ms: number;
+}
+
+export interface StageEvent {
+  name: StageName | string;
+  state: 'start' | 'done';
+  ms?: number;
+  detail?: Partial<PrefillDetail> & { sources?: number } & Record<string, unknown>;
+}
+
+export interface SourceScores {
+  bm25?: number;
+  vector?: number;
+  rerank?: number;
+  fused?: number;
+}
+
+export interface Source {
+  n: number;
+  chunk_id: number;
+  document: string;
+  path: string;
+  page?: number;
+  heading?: string;
+  line_start?: number;
+  line_end?: number;
+  text: string;
+  scores?: SourceScores;
+}
+
+/** Keys of `stages` / `stage_starts` (all in ms). */
+export type StageKey =
+  | 'queue_ms'
+  | 'embed_ms'
+  | 'vector_ms'
+  | 'bm25_ms'
+  | 'retrieval_ms'
+  | 'rerank_ms'
+  | 'prompt_assemble_ms'
+  | 'tokenize_ms'
+  | 'prefill_ms'
+  | 'first_decode_ms'
+  | 'runner_rtt_ms'
+  | 'llm_ttft_ms'
+  | 'flush_ms'
+  | 'ttft_ms'
+  | 'decode_ms'
+  | 'total_ms'
+  | 'ui_ttft_ms'
+  | 'paint_ms';
+
+export type StageMap = Partial<Record<StageKey, number>> & Record<string, number | undefined>;
+
+export interface Trace {
+  request_id: string;
+  workspace_id?: number;
+  chat_id?: number;
+  question?: string;
+  version_id?: string;
+  route?: string;
+  fallback_level?: number;
+  fallback_reason?: string;
+  prompt_tokens?: number;
+  cached_tokens?: number;
+  eval_tokens?: number;
+  context_chunks?: number;
+  embed_cache_hit?: boolean;
+  retrieval_cache_hit?: boolean;
+  first_token_at?: string;
+  stages: StageMap;
+  stage_starts?: StageMap;
+  decode_tokens?: number;
+  decode_tok_s?: number;
+}
+
+export interface Percentiles {
+  p50: number;
+  p95: number;
+  p99: number;
+  n: number;
+}
+
+export interface HistogramBucket {
+  /** Upper bound in ms; contract: the last bucket may be open (null / "+Inf"). */
+  le: number | string | null;
+  count: number;
+}
+
+export interface TraceStats {
+  stages: Record<string, Percentiles>;
+  /** contract: "{…}" — either Percentiles of ttft, or a per-stage map like `stages`. Both are handled. */
+  by_bucket?: Record<string, Percentiles | Record<string, Percentiles>>;
+  by_fallback?: Record<string, Percentiles | Record<string, Percentiles>>;
+  ttft_histogram?: HistogramBucket[];
+}
+
+export interface Workspace {
+  id: number;
+  name: string;
+  folders: string[];
+  documents: number;
+  chunks: number;
+}
+
+export interface ProgressError {
+  path: string;
+  reason: string;
+}
+
+export interface Progress {
+  phase?: string;
+  files_done?: number;
+  files_total?: number;
+  chunks?: number;
+  files_per_s?: number;
+  eta_s?: number;
+  current?: string;
+  error?: ProgressError | null;
+}
+
+export interface DocumentInfo {
+  id: number;
+  path: string;
+  status: string;
+  error?: string;
+  chunks: number;
+}
+
+export interface ChatSummary {
+  id: number;
+  title: string;
+  created: string;
+}
+
+export interface ChatMessage {
+  role: 'user' | 'assistant' | string;
+  content: string;
+  request_id?: string;
+  created?: string;
+}
+
+export interface Chat {
+  id: number;
+  messages: ChatMessage[];
+}
+
+/** contract: "a passage with its location" — assumed to have Source's fields. */
+export type Chunk = Partial<Source> & { chunk_id?: number; id?: number; text: string };
+
+export interface ModelInfo {
+  path: string;
+  name: string;
+  source?: string;
+  architecture?: string;
+  params?: number | string;
+  quantization?: string;
+  size?: number;
+  context_length?: number;
+  ram_estimate?: number;
+  fits_in_ram?: boolean;
+  kind: 'chat' | 'embedding' | 'rerank' | string;
+}
+
+export interface Settings {
+  chat_model: string;
+  embed_model: string;
+  rerank_model: string;
+  top_k: number;
+  rerank_k: number;
+  ef_search: number;
+  context_tokens: number;
+  threads: number;
+  gpu_layers: number;
+}
+
+export interface AskCallbacks {
+  onTrace(t: TraceStart): void;
+  onStage(s: StageEvent): void;
+  onSources(s: Source[]): void;
+  onToken(text: string): void;
+  onDone(trace: Trace): void;
+  onError(message: string): void;
+}
+
+export interface AskHandle {
+  /** Stops the answer: aborts the stream and asks the server to cancel generation. No callback fires after. */
+  cancel(): void;
+  /** Settles once the stream has ended (done, error, cancel). Never rejects. */
+  finished: Promise<void>;
+}
+
+export interface ProgressCallbacks {
+  onProgress(p: Progress): void;
+  onDone(summary: unknown): void;
+  onError?(message: string): void;
+}
+
+export interface Transport {
+  readonly kind: 'http' | 'wails';
+  /** Desktop only: the native folder picker and "Open file". */
+  readonly desktop: boolean;
+
+  ask(req: AskRequest, cb: AskCallbacks): AskHandle;
+  cancel(requestId: string): Promise<void>;
+  reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void>;
+
+  workspaces(): Promise<Workspace[]>;
+  createWorkspace(name: string): Promise<void>;
+  /** HTTP: `path` is required. Wails: the path is ignored; Go opens the native picker. Returns the folder added ('' if cancelled). */
+  addFolder(workspace: string, path?: string): Promise<string>;
+  removeFolder(workspace: string, path: string): Promise<void>;
+  reindex(workspace: string): Promise<void>;
+  /** Subscribes to indexing progress; returns an unsubscribe function. */
+  watchProgress(workspace: string, cb: ProgressCallbacks): () => void;
+  documents(workspace: string): Promise<DocumentInfo[]>;
+
+  chats(workspace: string): Promise<ChatSummary[]>;
+  chat(id: number): Promise<Chat>;
+  chunk(id: number): Promise<Chunk>;
+  /** Desktop only. */
+  openSource(chunkID: number): Promise<void>;
+
+  traces(limit: number): Promise<Trace[]>;
+  trace(requestId: string): Promise<Trace>;
+  traceStats(window: string): Promise<TraceStats>;
+
+  models(): Promise<ModelInfo[]>;
+  settings(): Promise<Settings>;
+  saveSettings(s: Settings): Promise<void>;
+}
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly retryAfterS?: number,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}

@@ -1,0 +1,477 @@
+// Chat view: question box, streaming answer with live stages, sources, citations, history.
+
+import { clear, copyText, errMsg, h } from '../dom';
+import { fmtDate, fmtMs, fmtNum, fmtRate } from '../format';
+import { withUIMeasurement } from '../latency/waterfall';
+import { renderMarkdown } from '../markdown';
+import type { AskHandle, ChatMessage, ChatSummary, Source, StageEvent, Trace } from '../transport/types';
+import { TTFTMeter, type TTFTResult } from '../ttft';
+import type { Ctx } from './ctx';
+import { applyStage, initialStage, prefillFraction, prefillText, type StageState } from './stage';
+
+function schedule(cb: () => void): void {
+  if (document.visibilityState === 'hidden') setTimeout(cb, 16);
+  else requestAnimationFrame(cb);
+}
+
+/** One question and its answer. */
+class Turn {
+  readonly el: HTMLElement;
+  private readonly stageBox: HTMLElement;
+  private readonly stageLabel: HTMLElement;
+  private readonly prefillBox: HTMLElement;
+  private readonly prefillBar: HTMLProgressElement;
+  private readonly prefillLine: HTMLElement;
+  private readonly sourcesBox: HTMLElement;
+  private readonly sourcesList: HTMLOListElement;
+  private readonly passage: HTMLElement;
+  private readonly answer: HTMLElement;
+  private readonly status: HTMLElement;
+  private readonly metaLine: HTMLElement;
+  private readonly actions: HTMLElement;
+
+  raw = '';
+  sources: Source[] = [];
+  requestId = '';
+  trace: Trace | undefined;
+  private stage: StageState = initialStage();
+  private prefillStart = 0;
+  private prefillTimer: ReturnType<typeof setInterval> | undefined;
+  private renderQueued = false;
+  private gotFirstToken = false;
+
+  constructor(
+    private readonly ctx: Ctx,
+    readonly question: string,
+    private readonly onRetry: (q: string) => void,
+  ) {
+    this.stageLabel = h('span', { class: 'stage-label', testid: 'answer-stage', text: this.stage.label });
+    this.prefillBar = h('progress', { class: 'prefill-bar', attrs: { max: 1, value: 0 } });
+    this.prefillLine = h('span', { class: 'prefill-line', testid: 'prefill-text' });
+    this.prefillBox = h('div', { class: 'prefill', testid: 'prefill-progress', hidden: true }, this.prefillBar, this.prefillLine);
+    this.stageBox = h(
+      'div',
+      { class: 'placeholder', testid: 'answer-placeholder', role: 'status', attrs: { 'aria-live': 'polite' } },
+      h('span', { class: 'spinner', attrs: { 'aria-hidden': 'true' } }),
+      this.stageLabel,
+      this.prefillBox,
+    );
+    this.sourcesList = h('ol', { class: 'sources-list' });
+    this.sourcesBox = h('details', { class: 'sources', testid: 'sources', hidden: true, attrs: { open: true } },
+      h('summary', { text: 'Sources' }), this.sourcesList);
+    this.passage = h('div', { class: 'passage', testid: 'source-passage', hidden: true });
+    this.answer = h('div', { class: 'answer markdown', testid: 'answer' });
+    this.answer.addEventListener('click', (ev) => {
+      const a = (ev.target as Element | null)?.closest?.('a.cite');
+      if (!a) return;
+      ev.preventDefault();
+      this.openSource(parseInt(a.getAttribute('data-cite') ?? '0', 10));
+    });
+    this.status = h('div', { class: 'turn-status', testid: 'answer-error', hidden: true });
+    this.metaLine = h('span', { class: 'turn-meta', testid: 'answer-meta' });
+    this.actions = h('div', { class: 'turn-actions', hidden: true },
+      h('button', { type: 'button', class: 'btn small', testid: 'copy', text: 'Copy', on: { click: (e) => this.copy(e.currentTarget as HTMLButtonElement) } }),
+      h('button', { type: 'button', class: 'btn small', testid: 'retry', text: 'Retry', on: { click: () => this.onRetry(this.question) } }),
+      h('button', { type: 'button', class: 'btn small', testid: 'show-latency', text: 'Latency', on: { click: () => this.showLatency() } }),
+      this.metaLine,
+    );
+    this.el = h('article', { class: 'turn', testid: 'turn' },
+      h('div', { class: 'msg user', testid: 'question', text: question }),
+      h('div', { class: 'msg assistant' }, this.stageBox, this.sourcesBox, this.passage, this.answer, this.status, this.actions),
+    );
+  }
+
+  /** A finished message from history (no live stages, no sources). */
+  static fromHistory(ctx: Ctx, q: string, a: ChatMessage | undefined, onRetry: (q: string) => void): Turn {
+    const t = new Turn(ctx, q, onRetry);
+    t.stageBox.hidden = true;
+    if (a) {
+      t.raw = a.content;
+      t.requestId = a.request_id ?? '';
+      t.render();
+      t.metaLine.textContent = fmtDate(a.created);
+    }
+    t.actions.hidden = false;
+    return t;
+  }
+
+  onStage(ev: StageEvent): void {
+    this.stage = applyStage(this.stage, ev);
+    if (this.gotFirstToken) return;
+    this.stageLabel.textContent = this.stage.label;
+    this.stageBox.setAttribute('data-stage', this.stage.stage);
+    const p = this.stage.prefill;
+    if (ev.name === 'prefill' && ev.state === 'start' && p) {
+      this.prefillBox.hidden = false;
+      this.prefillStart = performance.now();
+      this.prefillLine.textContent = prefillText(p);
+      this.prefillBar.value = 0;
+      this.stopPrefillTimer();
+      this.prefillTimer = setInterval(() => {
+        this.prefillBar.value = prefillFraction(performance.now() - this.prefillStart, p.expected_ms, false);
+      }, 100);
+    }
+    if (ev.name === 'prefill' && ev.state === 'done' && p) {
+      this.stopPrefillTimer();
+      this.prefillBar.value = 1;
+      this.prefillLine.textContent = prefillText(p, this.stage.prefillDoneMs);
+    }
+  }
+
+  onSources(src: Source[]): void {
+    this.sources = src;
+    clear(this.sourcesList);
+    for (const s of src) {
+      const loc = [s.heading, s.page ? `p. ${s.page}` : '', s.line_start ? `lines ${s.line_start}–${s.line_end ?? s.line_start}` : '']
+        .filter(Boolean)
+        .join(' · ');
+      this.sourcesList.append(
+        h('li', { class: 'source', testid: 'source', attrs: { 'data-n': s.n } },
+          h('button', { type: 'button', class: 'source-btn', title: s.path, on: { click: () => this.openSource(s.n) } },
+            h('span', { class: 'source-n', text: `[${s.n}]` }),
+            h('span', { class: 'source-doc', text: s.document }),
+            loc ? h('span', { class: 'source-loc', text: loc }) : null,
+          ),
+        ),
+      );
+    }
+    this.sourcesBox.hidden = src.length === 0;
+    this.sourcesBox.querySelector('summary')!.textContent = `Sources (${src.length})`;
+    if (this.raw) this.render();
+  }
+
+  /** Returns true when this token was the first visible one (it is in the DOM on return). */
+  onToken(text: string): boolean {
+    this.raw += text;
+    if (!this.gotFirstToken && text.trim()) {
+      this.gotFirstToken = true;
+      this.stopPrefillTimer();
+      this.stageBox.hidden = true;
+      this.render(); // synchronously: the TTFT measurement waits for the paint after this
+      return true;
+    }
+    if (this.gotFirstToken && !this.renderQueued) {
+      this.renderQueued = true;
+      schedule(() => {
+        this.renderQueued = false;
+        this.render();
+      });
+    }
+    return false;
+  }
+
+  render(): void {
+    const cites = new Set(this.sources.map((s) => s.n));
+    this.answer.replaceChildren(renderMarkdown(this.raw, { citations: cites }));
+  }
+
+  finish(trace: Trace | undefined): void {
+    this.stopPrefillTimer();
+    this.stageBox.hidden = true;
+    this.trace = trace;
+    this.render();
+    this.actions.hidden = false;
+    this.el.classList.add('done');
+    if (trace) this.updateMeta();
+    if (!this.raw.trim() && !this.status.textContent) this.fail('The model returned an empty answer.');
+  }
+
+  updateMeta(): void {
+    const s = this.trace?.stages ?? {};
+    const parts: string[] = [];
+    if (s.ttft_ms !== undefined) parts.push(`TTFT ${fmtMs(s.ttft_ms)}`);
+    if (s.ui_ttft_ms !== undefined) parts.push(`on screen ${fmtMs(s.ui_ttft_ms)}`);
+    if (this.trace?.decode_tok_s !== undefined) parts.push(fmtRate(this.trace.decode_tok_s, 'tok/s'));
+    if (this.trace?.fallback_level) parts.push(`fallback ${fmtNum(this.trace.fallback_level, 0)}`);
+    this.metaLine.textContent = parts.join(' · ');
+  }
+
+  setUIMeasurement(r: TTFTResult): void {
+    if (this.trace) {
+      this.trace = withUIMeasurement(this.trace, r.uiTTFTms, r.paintMs);
+      this.updateMeta();
+    }
+  }
+
+  fail(message: string): void {
+    this.stopPrefillTimer();
+    this.stageBox.hidden = true;
+    this.status.hidden = false;
+    this.status.textContent = message;
+    this.status.classList.add('error');
+    this.actions.hidden = false;
+    this.el.classList.add('done');
+  }
+
+  stopped(): void {
+    this.stopPrefillTimer();
+    this.stageBox.hidden = true;
+    this.status.hidden = false;
+    this.status.textContent = 'Stopped.';
+    this.status.classList.remove('error');
+    this.actions.hidden = false;
+    this.el.classList.add('done');
+    this.render();
+  }
+
+  private stopPrefillTimer(): void {
+    if (this.prefillTimer !== undefined) clearInterval(this.prefillTimer);
+    this.prefillTimer = undefined;
+  }
+
+  private async copy(btn: HTMLButtonElement): Promise<void> {
+    try {
+      await copyText(this.raw);
+      btn.textContent = 'Copied';
+      setTimeout(() => (btn.textContent = 'Copy'), 1500);
+    } catch (e) {
+      this.ctx.notify(`Copy failed: ${errMsg(e)}`);
+    }
+  }
+
+  private showLatency(): void {
+    if (this.trace) this.ctx.showLatency(this.trace);
+    else if (this.requestId) this.ctx.showLatency(this.requestId);
+    else this.ctx.notify('No latency trace for this answer yet.');
+  }
+
+  openSource(n: number): void {
+    const s = this.sources.find((x) => x.n === n);
+    if (!s) return;
+    for (const li of Array.from(this.sourcesList.children)) li.classList.toggle('active', li.getAttribute('data-n') === String(n));
+    const text = h('pre', { class: 'passage-text', testid: 'passage-text', text: s.text });
+    const where = [s.path || s.document, s.page ? `page ${s.page}` : '', s.line_start ? `lines ${s.line_start}–${s.line_end ?? s.line_start}` : '']
+      .filter(Boolean)
+      .join(' · ');
+    this.passage.replaceChildren(
+      h('div', { class: 'passage-head' },
+        h('strong', { text: `[${n}] ${s.document}` }),
+        s.heading ? h('span', { class: 'passage-heading', text: s.heading }) : null,
+        h('span', { class: 'passage-where', text: where }),
+        this.ctx.t.desktop
+          ? h('button', { type: 'button', class: 'btn small', testid: 'open-source', text: 'Open file', on: { click: () => this.openFile(s.chunk_id) } })
+          : null,
+        h('button', { type: 'button', class: 'btn small', testid: 'close-passage', text: 'Close', on: { click: () => (this.passage.hidden = true) } }),
+      ),
+      text,
+    );
+    this.passage.hidden = false;
+    this.passage.scrollIntoView?.({ block: 'nearest' });
+    // The sources event may carry a shortened passage; the chunk endpoint has the full one.
+    this.ctx.t.chunk(s.chunk_id).then(
+      (c) => {
+        if (c && typeof c.text === 'string' && c.text.length > s.text.length) text.textContent = c.text;
+      },
+      () => undefined,
+    );
+  }
+
+  private async openFile(chunkID: number): Promise<void> {
+    try {
+      await this.ctx.t.openSource(chunkID);
+    } catch (e) {
+      this.ctx.notify(`Cannot open the file: ${errMsg(e)}`);
+    }
+  }
+}
+
+export class ChatView {
+  readonly el: HTMLElement;
+  private readonly list: HTMLUListElement;
+  private readonly messages: HTMLElement;
+  private readonly input: HTMLTextAreaElement;
+  private readonly submitBtn: HTMLButtonElement;
+  private readonly stopBtn: HTMLButtonElement;
+  private readonly hint: HTMLElement;
+  private chatId: number | undefined;
+  private running: { turn: Turn; handle: AskHandle } | undefined;
+  private chats: ChatSummary[] = [];
+
+  constructor(private readonly ctx: Ctx) {
+    this.list = h('ul', { class: 'chat-list', testid: 'chat-list' });
+    this.messages = h('div', { class: 'messages', testid: 'messages', attrs: { 'aria-live': 'polite' } });
+    this.input = h('textarea', {
+      class: 'question-input',
+      testid: 'question-input',
+      placeholder: 'Ask about your documents…',
+      attrs: { rows: 3, 'aria-label': 'Question' },
+    });
+    this.input.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        this.submit();
+      }
+    });
+    this.submitBtn = h('button', { type: 'submit', class: 'btn primary', testid: 'submit', text: 'Ask' });
+    this.stopBtn = h('button', { type: 'button', class: 'btn danger', testid: 'stop', text: 'Stop', hidden: true, on: { click: () => this.stop() } });
+    this.hint = h('div', { class: 'hint', testid: 'chat-hint', hidden: true });
+    const form = h('form', { class: 'ask-form', testid: 'ask-form' }, this.input, h('div', { class: 'ask-buttons' }, this.submitBtn, this.stopBtn));
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      this.submit();
+    });
+    this.el = h('div', { class: 'view chat-view', testid: 'chat-view' },
+      h('aside', { class: 'sidebar' },
+        h('button', { type: 'button', class: 'btn primary wide', testid: 'new-chat', text: 'New chat', on: { click: () => this.newChat() } }),
+        h('h3', { text: 'History' }),
+        this.list,
+      ),
+      h('section', { class: 'chat-main' }, this.messages, this.hint, form),
+    );
+  }
+
+  get busy(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** Workspace changed: new chat, reload history. */
+  async reset(): Promise<void> {
+    this.stop();
+    this.newChat();
+    await this.loadChats();
+  }
+
+  newChat(): void {
+    if (this.running) this.stop();
+    this.chatId = undefined;
+    clear(this.messages);
+    this.markActive();
+    this.updateHint();
+    this.input.focus();
+  }
+
+  updateHint(): void {
+    const ws = this.ctx.workspace();
+    this.hint.hidden = !!ws;
+    this.hint.textContent = ws ? '' : 'Create a workspace and add a folder in the Library to start asking.';
+    this.submitBtn.disabled = !ws || this.busy;
+  }
+
+  async loadChats(): Promise<void> {
+    const ws = this.ctx.workspace();
+    clear(this.list);
+    if (!ws) return;
+    try {
+      this.chats = (await this.ctx.t.chats(ws)) ?? [];
+    } catch (e) {
+      this.ctx.notify(`Cannot load the chat history: ${errMsg(e)}`);
+      return;
+    }
+    for (const c of this.chats) {
+      this.list.append(
+        h('li', {},
+          h('button', {
+            type: 'button', class: 'chat-item', testid: 'chat-item', title: fmtDate(c.created),
+            attrs: { 'data-chat-id': c.id }, text: c.title || `Chat ${c.id}`,
+            on: { click: () => void this.openChat(c.id) },
+          }),
+        ),
+      );
+    }
+    this.markActive();
+  }
+
+  private markActive(): void {
+    for (const b of Array.from(this.list.querySelectorAll('.chat-item'))) {
+      b.classList.toggle('active', b.getAttribute('data-chat-id') === String(this.chatId));
+    }
+  }
+
+  async openChat(id: number): Promise<void> {
+    if (this.running) this.stop();
+    try {
+      const chat = await this.ctx.t.chat(id);
+      this.chatId = chat.id ?? id;
+      clear(this.messages);
+      const msgs = chat.messages ?? [];
+      for (let i = 0; i < msgs.length; i++) {
+        if (msgs[i].role !== 'user') continue;
+        const a = msgs[i + 1]?.role === 'assistant' ? msgs[i + 1] : undefined;
+        this.messages.append(Turn.fromHistory(this.ctx, msgs[i].content, a, (q) => this.ask(q)).el);
+      }
+      this.markActive();
+      this.messages.lastElementChild?.scrollIntoView?.({ block: 'end' });
+    } catch (e) {
+      this.ctx.notify(`Cannot open the chat: ${errMsg(e)}`);
+    }
+  }
+
+  private submit(): void {
+    const q = this.input.value.trim();
+    if (!q || this.busy) return;
+    this.input.value = '';
+    this.ask(q);
+  }
+
+  ask(question: string): void {
+    const ws = this.ctx.workspace();
+    if (!ws || this.busy) return;
+    const meter = new TTFTMeter();
+    meter.start(); // submit time: before anything else happens
+    const turn = new Turn(this.ctx, question, (q) => this.ask(q));
+    this.messages.append(turn.el);
+    turn.el.scrollIntoView?.({ block: 'end' });
+    const isNew = this.chatId === undefined;
+    let measured: TTFTResult | undefined;
+    const report = () => {
+      if (measured && turn.requestId) {
+        this.ctx.t.reportUITTFT(turn.requestId, measured.uiTTFTms, measured.paintMs).catch(() => undefined);
+      }
+    };
+
+    const handle = this.ctx.t.ask(
+      { question, workspace: ws, ...(this.chatId !== undefined ? { chat_id: this.chatId } : {}) },
+      {
+        onTrace: (t) => {
+          turn.requestId = t.request_id;
+          if (typeof t.chat_id === 'number') this.chatId = t.chat_id;
+          report();
+        },
+        onStage: (s) => turn.onStage(s),
+        onSources: (s) => turn.onSources(s),
+        onToken: (text) => {
+          const arrived = performance.now();
+          if (turn.onToken(text)) {
+            meter.token(text, arrived, (r) => {
+              measured = r;
+              turn.setUIMeasurement(r);
+              if (turn.trace) this.ctx.traceFinished(turn.trace);
+              report();
+            });
+          }
+        },
+        onDone: (trace) => {
+          const merged = measured ? withUIMeasurement(trace, measured.uiTTFTms, measured.paintMs) : trace;
+          if (!turn.requestId && trace?.request_id) turn.requestId = trace.request_id;
+          turn.finish(merged);
+          this.ctx.traceFinished(merged);
+          this.end();
+          if (isNew) void this.loadChats();
+        },
+        onError: (msg) => {
+          turn.fail(msg);
+          this.end();
+          if (isNew) void this.loadChats();
+        },
+      },
+    );
+    this.running = { turn, handle };
+    this.stopBtn.hidden = false;
+    this.submitBtn.disabled = true;
+  }
+
+  stop(): void {
+    if (!this.running) return;
+    const { turn, handle } = this.running;
+    handle.cancel();
+    turn.stopped();
+    this.end();
+  }
+
+  private end(): void {
+    this.running = undefined;
+    this.stopBtn.hidden = true;
+    this.updateHint();
+    this.input.focus();
+  }
+}

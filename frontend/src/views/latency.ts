@@ -1,0 +1,225 @@
+// Latency panel: the current answer's waterfall and details; percentiles, TTFT histogram, buckets and the
+// request history over a chosen window. All numbers shown come from the server's trace/stats, except the
+// UI's own paint and ui_ttft measurement.
+
+import { clear, download, errMsg, h, svg } from '../dom';
+import { fmtDate, fmtInt, fmtMs, fmtPct, fmtRate } from '../format';
+import { binHeights, groupRows, histogramBins, stageRows, type StatRow } from '../latency/stats';
+import { layoutWaterfall } from '../latency/waterfall';
+import type { Trace, TraceStats } from '../transport/types';
+import type { Ctx } from './ctx';
+
+const WINDOWS = ['15m', '1h', '24h', '7d'];
+
+// SVG coordinates are percentages of the element's own box (no viewBox), so bars and labels line up
+// at any width without stretching text, and nothing needs an inline style.
+const pct = (f: number) => `${Math.round(f * 1e6) / 1e4}%`;
+
+export function renderWaterfall(trace: Trace): HTMLElement {
+  const lay = layoutWaterfall(trace);
+  const box = h('div', { class: 'waterfall', testid: 'waterfall', attrs: { 'data-axis-ms': lay.axisMs } });
+  const markerLines = () =>
+    lay.markers.map((m) =>
+      svg('line', { x1: pct(m.x), x2: pct(m.x), y1: '0', y2: '100%', class: `wf-marker ${m.label.includes('UI') ? 'ui' : 'server'}` }),
+    );
+  for (const r of lay.rows) {
+    const bar =
+      r.x !== null && r.w !== null
+        ? svg('rect', { x: pct(r.x), y: '15%', width: pct(r.w), height: '70%', class: `wf-bar stage-${r.stage}` },
+            svg('title', {}, `${r.label}: ${fmtMs(r.durMs)} from ${fmtMs(r.startMs)}`))
+        : null;
+    box.append(
+      h('div', { class: `wf-row${r.parallel ? ' parallel' : ''}`, testid: `waterfall-row-${r.stage}`, attrs: { 'data-stage': r.stage, 'data-start-ms': r.startMs ?? '', 'data-ms': r.durMs ?? '' } },
+        h('span', { class: 'wf-label', text: (r.parallel ? '‖ ' : '') + r.label }),
+        svg('svg', { class: 'wf-track', 'aria-hidden': 'true' }, ...markerLines(), bar),
+        h('span', { class: 'wf-ms', text: r.startMs === null ? `${fmtMs(r.durMs)} (no start)` : fmtMs(r.durMs) }),
+      ),
+    );
+  }
+  // time axis: ticks and their labels at the same positions
+  const axis = svg('svg', { class: 'wf-axis', 'aria-hidden': 'true' });
+  for (const t of lay.ticks) {
+    const anchor = t.x < 0.04 ? 'start' : t.x > 0.96 ? 'end' : 'middle';
+    axis.append(
+      svg('line', { x1: pct(t.x), x2: pct(t.x), y1: '0', y2: '5', class: 'wf-tick' }),
+      svg('text', { x: pct(t.x), y: '16', 'text-anchor': anchor, class: 'wf-tick-label' }, fmtMs(t.ms)),
+    );
+  }
+  box.append(h('div', { class: 'wf-row axis' }, h('span', { class: 'wf-label' }), axis, h('span', { class: 'wf-ms' })));
+  const legend = h('div', { class: 'wf-legend' });
+  for (const m of lay.markers) legend.append(h('span', { class: `wf-legend-item ${m.label.includes('UI') ? 'ui' : 'server'}`, text: `${m.label} ${fmtMs(m.ms)}` }));
+  box.append(legend);
+  return box;
+}
+
+function yesNo(b: unknown): string {
+  return b === true ? 'hit' : b === false ? 'miss' : '—';
+}
+
+export function renderDetails(t: Trace): HTMLElement {
+  const s = t.stages ?? {};
+  const prompt = t.prompt_tokens ?? 0;
+  const cached = t.cached_tokens ?? 0;
+  const evald = t.eval_tokens ?? 0;
+  const tokens = h('div', { class: 'token-split', testid: 'token-split' });
+  if (prompt > 0) {
+    tokens.append(
+      svg('svg', { class: 'token-bar', 'aria-hidden': 'true' },
+        svg('rect', { x: '0', y: '0', width: pct(cached / prompt), height: '100%', class: 'tok-cached' }),
+        svg('rect', { x: pct(cached / prompt), y: '0', width: pct(evald / prompt), height: '100%', class: 'tok-eval' }),
+      ),
+    );
+  }
+  tokens.append(h('span', { text: `${fmtInt(cached)} cached (${fmtPct(prompt ? cached / prompt : NaN)}) · ${fmtInt(evald)} evaluated · ${fmtInt(prompt)} total` }));
+  const item = (k: string, v: Node | string, id?: string) => [h('dt', { text: k }), h('dd', { testid: id }, v)];
+  const fb = t.fallback_level ? `level ${t.fallback_level}${t.fallback_reason ? ` — ${t.fallback_reason}` : ''}` : t.fallback_reason || 'none';
+  return h('dl', { class: 'trace-details', testid: 'trace-details' },
+    ...item('TTFT', `${fmtMs(s.ttft_ms)} server · ${fmtMs(s.ui_ttft_ms)} on screen`, 'detail-ttft'),
+    ...item('Prompt tokens', tokens, 'detail-tokens'),
+    ...item('Cache', `embedding ${yesNo(t.embed_cache_hit)} · retrieval ${yesNo(t.retrieval_cache_hit)}`, 'detail-cache'),
+    ...item('Fallback', fb, 'detail-fallback'),
+    ...item('Route', t.route || '—', 'detail-route'),
+    ...item('Version', t.version_id || '—', 'detail-version'),
+    ...item('Context chunks', fmtInt(t.context_chunks), 'detail-chunks'),
+    ...item('Decode', `${fmtRate(t.decode_tok_s, 'tok/s')} · ${fmtInt(t.decode_tokens)} tokens in ${fmtMs(s.decode_ms)}`, 'detail-decode'),
+    ...item('Total', fmtMs(s.total_ms), 'detail-total'),
+  );
+}
+
+function statTable(rows: StatRow[], first: string, testid: string): HTMLElement {
+  if (!rows.length) return h('p', { class: 'muted', testid, text: 'No data in this window.' });
+  return h('table', { class: 'stats', testid },
+    h('thead', {}, h('tr', {}, h('th', { text: first }), h('th', { text: 'P50' }), h('th', { text: 'P95' }), h('th', { text: 'P99' }), h('th', { text: 'n' }))),
+    h('tbody', {}, ...rows.map((r) =>
+      h('tr', { attrs: { 'data-key': r.key } }, h('td', { text: r.label }), h('td', { text: r.p50 }), h('td', { text: r.p95 }), h('td', { text: r.p99 }), h('td', { text: fmtInt(r.n) })),
+    )),
+  );
+}
+
+export function renderHistogram(stats: TraceStats): HTMLElement {
+  const bins = histogramBins(stats.ttft_histogram, stats.stages?.ttft_ms?.n);
+  if (!bins.length) return h('p', { class: 'muted', testid: 'ttft-histogram', text: 'No TTFT histogram yet.' });
+  const heights = binHeights(bins);
+  const bw = 1 / bins.length;
+  const chart = svg('svg', { class: 'hist', 'aria-hidden': 'true' });
+  bins.forEach((b, i) => {
+    const hgt = heights[i] * 0.96;
+    chart.append(svg('rect', { x: pct(i * bw + bw * 0.08), y: pct(1 - hgt), width: pct(bw * 0.84), height: pct(hgt), class: 'hist-bar' }, svg('title', {}, `${b.label}: ${b.count}`)));
+  });
+  const labels = h('div', { class: 'hist-labels' }, ...bins.map((b) => h('span', { attrs: { 'data-count': b.count }, text: `${b.label} (${b.count})` })));
+  return h('div', { class: 'histogram', testid: 'ttft-histogram' }, chart, labels);
+}
+
+export class LatencyView {
+  readonly el: HTMLElement;
+  private readonly current: HTMLElement;
+  private readonly statsBox: HTMLElement;
+  private readonly history: HTMLUListElement;
+  private readonly windowSel: HTMLSelectElement;
+  private trace: Trace | undefined;
+
+  constructor(private readonly ctx: Ctx) {
+    this.current = h('section', { class: 'card', testid: 'latency-current' }, h('p', { class: 'muted', text: 'Ask a question to see where its time went.' }));
+    this.windowSel = h('select', { testid: 'stats-window', attrs: { 'aria-label': 'Window' } }, ...WINDOWS.map((w) => h('option', { value: w, text: w })));
+    this.windowSel.value = '1h';
+    this.windowSel.addEventListener('change', () => void this.refresh());
+    this.statsBox = h('div', { class: 'stats-box' });
+    this.history = h('ul', { class: 'history-list', testid: 'history-list' });
+    this.el = h('div', { class: 'view latency-view', testid: 'latency-panel' },
+      this.current,
+      h('section', { class: 'card' },
+        h('div', { class: 'card-head' },
+          h('h2', { text: 'History' }),
+          h('label', { class: 'inline' }, 'Window ', this.windowSel),
+          h('button', { type: 'button', class: 'btn small', testid: 'refresh-stats', text: 'Refresh', on: { click: () => void this.refresh() } }),
+        ),
+        this.statsBox,
+        h('h3', { text: 'Recent requests' }),
+        this.history,
+      ),
+    );
+  }
+
+  show(trace: Trace): void {
+    this.trace = trace;
+    const t = trace;
+    this.current.replaceChildren(
+      h('div', { class: 'card-head' },
+        h('h2', { text: 'This answer' }),
+        h('button', { type: 'button', class: 'btn small', testid: 'export-trace', text: 'Export JSON', on: { click: () => this.export() } }),
+      ),
+      h('p', { class: 'trace-q', testid: 'trace-question', text: t.question || '' }),
+      h('p', { class: 'muted small', testid: 'trace-id', text: `request ${t.request_id}${t.first_token_at ? ` · ${fmtDate(t.first_token_at)}` : ''}` }),
+      renderWaterfall(t),
+      renderDetails(t),
+    );
+  }
+
+  async open(ref: Trace | string): Promise<void> {
+    if (typeof ref !== 'string') {
+      this.show(ref);
+      return;
+    }
+    try {
+      this.show(await this.ctx.t.trace(ref));
+    } catch (e) {
+      this.ctx.notify(`Cannot load trace ${ref}: ${errMsg(e)}`);
+    }
+  }
+
+  /** Latest trace of the current answer (the chat view calls this when an answer finishes). */
+  update(trace: Trace): void {
+    // The newest answer becomes "this answer", unless the panel is open on another (history) trace.
+    if (this.el.hidden || !this.trace || this.trace.request_id === trace.request_id) this.show(trace);
+  }
+
+  currentTrace(): Trace | undefined {
+    return this.trace;
+  }
+
+  private export(): void {
+    if (!this.trace) return;
+    download(`lore-trace-${this.trace.request_id}.json`, JSON.stringify(this.trace, null, 2));
+  }
+
+  async refresh(): Promise<void> {
+    const win = this.windowSel.value;
+    const [stats, traces] = await Promise.allSettled([this.ctx.t.traceStats(win), this.ctx.t.traces(50)]);
+    clear(this.statsBox);
+    if (stats.status === 'fulfilled' && stats.value) {
+      const st = stats.value;
+      this.statsBox.append(
+        h('h3', { text: `Per stage (${win})` }),
+        statTable(stageRows(st), 'Stage', 'stats-table'),
+        h('h3', { text: 'Time to first token' }),
+        renderHistogram(st),
+        h('h3', { text: 'TTFT by prompt length' }),
+        statTable(groupRows(st.by_bucket), 'Prompt tokens', 'bucket-table'),
+        h('h3', { text: 'TTFT by fallback level' }),
+        statTable(groupRows(st.by_fallback), 'Fallback', 'fallback-table'),
+      );
+    } else if (stats.status === 'rejected') {
+      this.statsBox.append(h('p', { class: 'error', text: `Cannot load stats: ${errMsg(stats.reason)}` }));
+    }
+    clear(this.history);
+    if (traces.status === 'fulfilled') {
+      for (const t of traces.value ?? []) {
+        this.history.append(
+          h('li', {},
+            h('button', {
+              type: 'button', class: 'history-item', testid: 'history-item', attrs: { 'data-request-id': t.request_id },
+              on: { click: () => void this.open(t.request_id) },
+            },
+              h('span', { class: 'hi-when', text: fmtDate(t.first_token_at) }),
+              h('span', { class: 'hi-q', text: t.question || t.request_id }),
+              h('span', { class: 'hi-ttft', text: fmtMs(t.stages?.ttft_ms) }),
+            ),
+          ),
+        );
+      }
+      if (!traces.value?.length) this.history.append(h('li', { class: 'muted', text: 'No requests yet.' }));
+    } else {
+      this.history.append(h('li', { class: 'error', text: `Cannot load traces: ${errMsg(traces.reason)}` }));
+    }
+  }
+}

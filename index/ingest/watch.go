@@ -1,0 +1,196 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"lore/index/walk"
+)
+
+// Watch indexes folders (none: the workspace's registered folders, as they are now) once,
+// then watches them and runs an incremental Run after each burst of changes, calling
+// onChange with its outcome. It blocks until ctx is done and then returns nil.
+//
+// fsnotify does not recurse on Linux, so every subfolder gets its own watch, and new
+// ones are added as they appear. Hidden and default-excluded folders (node_modules, ...)
+// are not watched; symlinked folders are indexed by Run but not watched. Problems adding
+// watches are reported through opt.Progress as errors.
+func (ix *Indexer) Watch(ctx context.Context, workspace string, folders []string, opt Options, onChange func(Summary, error)) error {
+	if onChange == nil {
+		onChange = func(Summary, error) {}
+	}
+	debounce := opt.Debounce
+	if debounce <= 0 {
+		debounce = 500 * time.Millisecond
+	}
+	roots, err := ix.roots(ctx, workspace, folders)
+	if err != nil {
+		return err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("ingest: watch: %w", err)
+	}
+	defer w.Close()
+	report := func(path string, err error) {
+		if opt.Progress != nil {
+			opt.Progress(Progress{Phase: PhaseScan, Current: path, Err: &DocError{Path: path, Reason: "watch: " + err.Error()}})
+		}
+	}
+	skipDirs := map[string]bool{}
+	if !opt.Walk.NoDefaultExcludes {
+		for _, p := range walk.DefaultExcludes() {
+			if name, ok := strings.CutSuffix(p, "/"); ok {
+				skipDirs[name] = true
+			}
+		}
+	}
+	addTree := func(root string) {
+		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					report(path, err)
+				}
+				return nil
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			if path != root && (strings.HasPrefix(d.Name(), ".") || skipDirs[d.Name()]) {
+				return filepath.SkipDir
+			}
+			if err := w.Add(path); err != nil {
+				report(path, err)
+			}
+			return nil
+		})
+	}
+	for _, r := range roots {
+		addTree(r)
+	}
+
+	// One Run at a time, in its own goroutine so events keep draining; changes seen
+	// during a run schedule another. A steady stream of events still runs at least
+	// every 10 debounce periods.
+	var (
+		timer    = time.NewTimer(0) // the initial run
+		pending  = true
+		first    = time.Now()
+		running  bool
+		runAgain bool
+		done     = make(chan struct{}, 1)
+	)
+	schedule := func() {
+		now := time.Now()
+		if !pending {
+			pending, first = true, now
+		}
+		wait := debounce
+		if limit := first.Add(10 * debounce).Sub(now); limit < wait {
+			wait = max(limit, 0)
+		}
+		timer.Reset(wait)
+	}
+	defer func() {
+		timer.Stop()
+		if running {
+			<-done
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			name := filepath.Base(ev.Name)
+			if strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") || ev.Op == fsnotify.Chmod {
+				continue // editor swap files; a chmod alone changes no content
+			}
+			if ev.Has(fsnotify.Create) {
+				if fi, err := lstatDir(ev.Name); err == nil && fi && !skipDirs[name] {
+					addTree(ev.Name)
+				}
+			}
+			if running {
+				runAgain = true
+			} else {
+				schedule()
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			report("", err)
+			if errors.Is(err, fsnotify.ErrEventOverflow) { // events were lost: rescan
+				if running {
+					runAgain = true
+				} else {
+					schedule()
+				}
+			}
+		case <-timer.C:
+			pending = false
+			running = true
+			go func() {
+				s, err := ix.Run(ctx, workspace, folders, opt)
+				if ctx.Err() == nil {
+					onChange(s, err)
+				}
+				done <- struct{}{}
+			}()
+		case <-done:
+			running = false
+			if runAgain {
+				runAgain = false
+				schedule()
+			}
+		}
+	}
+}
+
+// roots returns the absolute folders to watch.
+func (ix *Indexer) roots(ctx context.Context, workspace string, folders []string) ([]string, error) {
+	if len(folders) > 0 {
+		var out []string
+		for _, f := range folders {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return nil, fmt.Errorf("ingest: watch %q: %w", f, err)
+			}
+			out = append(out, abs)
+		}
+		return out, nil
+	}
+	ws, err := ix.DB.EnsureWorkspace(ctx, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: watch: %w", err)
+	}
+	fl, err := ix.DB.Folders(ctx, ws.ID)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: watch: %w", err)
+	}
+	var out []string
+	for _, f := range fl {
+		out = append(out, f.Path)
+	}
+	return out, nil
+}
+
+func lstatDir(path string) (bool, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false, err
+	}
+	return fi.IsDir(), nil
+}

@@ -1,0 +1,237 @@
+package vector
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Clustered returns n unit vectors shaped like text embeddings rather than
+// uniform noise: Gaussian blobs around random centres (about one per 100
+// vectors, at most 150), then normalised. The same seed gives the same
+// vectors.
+func Clustered(n, dim int, seed uint64) [][]float32 {
+	c, _ := benchData(n, dim, 0, seed)
+	return c
+}
+
+// blobSpread is the per-coordinate standard deviation of a blob relative to
+// its centre, scaled by 1/sqrt(dim): 0.75 puts members of one blob at cosine
+// ~0.6 from each other and ~0 from other blobs.
+const blobSpread = 0.75
+
+func blobs(r *rand.Rand, centres [][]float32, n int) [][]float32 {
+	dim := len(centres[0])
+	sd := blobSpread / math.Sqrt(float64(dim))
+	out := make([][]float32, n)
+	arena := make([]float32, n*dim)
+	for i := range out {
+		c := centres[r.IntN(len(centres))]
+		v := arena[i*dim : (i+1)*dim : (i+1)*dim]
+		for j := range v {
+			v[j] = c[j] + float32(r.NormFloat64()*sd)
+		}
+		Normalize(v)
+		out[i] = v
+	}
+	return out
+}
+
+// gaussian returns a random vector of norm about scale.
+func gaussian(r *rand.Rand, dim int, scale float64) []float32 {
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	Normalize(v)
+	for i := range v {
+		v[i] *= float32(scale)
+	}
+	return v
+}
+
+// BenchConfig describes one retrieval benchmark.
+type BenchConfig struct {
+	N       int     // corpus size
+	Dim     int     // vector length; 0 means 384
+	Queries int     // number of queries; 0 means 300
+	K       int     // results per query; 0 means 10
+	Seed    uint64  // corpus and query seed
+	Options Options // HNSW parameters; zero fields mean the defaults
+	Sweep   []int   // further efSearch values to measure on the same graph
+}
+
+// Latency summarises per-query search times.
+type Latency struct {
+	P50, P95, P99, Mean time.Duration
+}
+
+func (l Latency) String() string {
+	return fmt.Sprintf("p50 %s  p95 %s  p99 %s  mean %s", ms(l.P50), ms(l.P95), ms(l.P99), ms(l.Mean))
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
+
+// BenchResult holds what Bench measured.
+type BenchResult struct {
+	N, Dim, Queries, K int
+	Options            Options       // HNSW parameters used
+	Build              time.Duration // HNSW build (AddBatch) wall time
+	HNSW, Exact        Latency
+	Recall             float64 // mean recall@K of HNSW against Exact
+	Sweep              []SweepPoint
+}
+
+// SweepPoint is HNSW search measured at one efSearch.
+type SweepPoint struct {
+	EfSearch int
+	HNSW     Latency
+	Recall   float64
+}
+
+func (r BenchResult) String() string {
+	return fmt.Sprintf("n=%d dim=%d queries=%d M=%d efC=%d efS=%d workers=%d\n"+
+		"  build  %s (%.0f vectors/s)\n  hnsw   %s  recall@%d %.4f\n  exact  %s",
+		r.N, r.Dim, r.Queries, r.Options.M, r.Options.EfConstruction, r.Options.EfSearch, r.Options.Workers,
+		r.Build.Round(time.Millisecond), float64(r.N)/r.Build.Seconds(),
+		r.HNSW, r.K, r.Recall, r.Exact) + r.sweep()
+}
+
+func (r BenchResult) sweep() string {
+	var b strings.Builder
+	for _, p := range r.Sweep {
+		fmt.Fprintf(&b, "\n  efS=%-4d %s  recall@%d %.4f", p.EfSearch, p.HNSW, r.K, p.Recall)
+	}
+	return b.String()
+}
+
+// Bench builds a clustered corpus of cfg.N vectors into an HNSW and an
+// Exact index and measures the HNSW build time, the search latency of both
+// and the recall of HNSW against exact search, over queries drawn from the
+// same distribution as the corpus. Queries run one at a time.
+func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
+	if cfg.Dim == 0 {
+		cfg.Dim = 384
+	}
+	if cfg.Queries <= 0 {
+		cfg.Queries = 300
+	}
+	if cfg.K <= 0 {
+		cfg.K = 10
+	}
+	if cfg.N <= 0 {
+		return BenchResult{}, fmt.Errorf("vector: bench corpus size %d", cfg.N)
+	}
+	vecs, queries := benchData(cfg.N, cfg.Dim, cfg.Queries, cfg.Seed)
+	ids := make([]int64, len(vecs))
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+
+	ex, err := NewExact(cfg.Dim)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	for i, v := range vecs {
+		if err := ex.Add(ids[i], v); err != nil {
+			return BenchResult{}, err
+		}
+	}
+	h, err := NewHNSW(cfg.Dim, cfg.Options)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	t0 := time.Now()
+	if err := h.AddBatch(ctx, ids, vecs); err != nil {
+		return BenchResult{}, err
+	}
+	res := BenchResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries, K: cfg.K,
+		Options: h.Options(), Build: time.Since(t0)}
+
+	truth := make([][]Result, len(queries))
+	var exT []time.Duration
+	for i, q := range queries {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		t := time.Now()
+		truth[i] = ex.Search(q, cfg.K)
+		exT = append(exT, time.Since(t))
+	}
+	res.HNSW, res.Recall, err = measure(ctx, h, queries, truth, cfg.K)
+	if err != nil {
+		return res, err
+	}
+	for _, ef := range cfg.Sweep {
+		h.SetEfSearch(ef)
+		p := SweepPoint{EfSearch: ef}
+		if p.HNSW, p.Recall, err = measure(ctx, h, queries, truth, cfg.K); err != nil {
+			return res, err
+		}
+		res.Sweep = append(res.Sweep, p)
+	}
+	res.Exact = summarise(exT)
+	return res, nil
+}
+
+func measure(ctx context.Context, h *HNSW, queries [][]float32, truth [][]Result, k int) (Latency, float64, error) {
+	var ts []time.Duration
+	var recall float64
+	for i, q := range queries {
+		if err := ctx.Err(); err != nil {
+			return Latency{}, 0, err
+		}
+		t := time.Now()
+		got := h.Search(q, k)
+		ts = append(ts, time.Since(t))
+		recall += Recall(got, truth[i])
+	}
+	return summarise(ts), recall / float64(len(queries)), nil
+}
+
+// benchData returns a clustered corpus and queries from the same blobs.
+func benchData(n, dim, nq int, seed uint64) (corpus, queries [][]float32) {
+	r := rand.New(rand.NewPCG(seed, 0x6c6f7265))
+	k := max(1, min(150, n/100))
+	centres := make([][]float32, k)
+	for i := range centres {
+		centres[i] = gaussian(r, dim, 1)
+	}
+	return blobs(r, centres, n), blobs(r, centres, nq)
+}
+
+// Recall reports the fraction of want's ids that got contains.
+func Recall(got, want []Result) float64 {
+	if len(want) == 0 {
+		return 1
+	}
+	seen := make(map[int64]bool, len(got))
+	for _, r := range got {
+		seen[r.ID] = true
+	}
+	hit := 0
+	for _, r := range want {
+		if seen[r.ID] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(want))
+}
+
+func summarise(ts []time.Duration) Latency {
+	if len(ts) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, t := range s {
+		sum += t
+	}
+	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	return Latency{P50: at(0.50), P95: at(0.95), P99: at(0.99), Mean: sum / time.Duration(len(s))}
+}

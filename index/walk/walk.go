@@ -1,0 +1,285 @@
+// Package walk finds the files under a folder that are worth indexing.
+//
+// It skips hidden entries, dependency and build folders, paths matched by
+// .gitignore files found in the tree or by caller patterns, files over a size
+// limit and files whose first bytes show they are binary (PDF and DOCX, which
+// the parser reads, excepted). Symlinked folders are followed; loops are
+// detected by device and inode and reported, not followed.
+package walk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultMaxFileSize is used when Options.MaxFileSize is 0.
+const DefaultMaxFileSize = 50 << 20
+
+// sniffLen is how much of a file is read to tell text from binary.
+const sniffLen = 8 << 10
+
+// Errors passed to onErr (wrapped with the path).
+var (
+	ErrLoop = errors.New("symlink loop")
+)
+
+// Reasons passed to Options.Skipped.
+const (
+	SkipHidden    = "hidden"
+	SkipExcluded  = "excluded"
+	SkipTooLarge  = "too large"
+	SkipBinary    = "binary"
+	SkipDuplicate = "already visited"
+	SkipSpecial   = "not a regular file"
+)
+
+// Options configures Walk.
+type Options struct {
+	// MaxFileSize skips larger files: 0 means DefaultMaxFileSize, <0 no limit.
+	MaxFileSize int64
+	// Excludes are extra gitignore-style patterns, relative to the root.
+	Excludes []string
+	// NoDefaultExcludes turns off DefaultExcludes (hidden entries stay excluded).
+	NoDefaultExcludes bool
+	// Skipped, if set, is told about every path left out and why (Skip* reasons).
+	Skipped func(path, reason string)
+}
+
+// File is a candidate for indexing.
+type File struct {
+	Path    string    // as reached: under root, through symlinks, not resolved
+	Rel     string    // relative to root, slash-separated
+	Size    int64     // of the target, for a symlink
+	ModTime time.Time // of the target, for a symlink
+}
+
+// DefaultExcludes are gitignore-style patterns for dependency folders, build
+// output and generated files that are text but not knowledge.
+func DefaultExcludes() []string {
+	return []string{
+		"node_modules/", "bower_components/", "vendor/", "dist/", "build/", "target/",
+		"bin/", "obj/", "out/", "__pycache__/", "venv/", "site-packages/",
+		"*.min.js", "*.min.css", "*.map", "*.pyc",
+		"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "go.sum", "Cargo.lock",
+		"poetry.lock", "composer.lock", "Gemfile.lock",
+	}
+}
+
+// Walk calls fn for each candidate file under root, in lexical order, and
+// onErr for per-path problems (permission, loops, vanished files); those never
+// stop the walk. It returns only on ctx cancel, an error from fn, or a
+// root-level failure. A root that is a file is checked and passed to fn alone.
+func Walk(ctx context.Context, root string, opt Options, fn func(File) error, onErr func(path string, err error)) error {
+	if onErr == nil {
+		onErr = func(string, error) {}
+	}
+	if opt.MaxFileSize == 0 {
+		opt.MaxFileSize = DefaultMaxFileSize
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return fmt.Errorf("walk: %w", err)
+	}
+	w := &walker{ctx: ctx, opt: opt, fn: fn, onErr: onErr, seen: map[fileID]bool{}}
+	if !fi.IsDir() {
+		return w.file(root, filepath.Base(root), fi)
+	}
+	var rules []rule
+	if !opt.NoDefaultExcludes {
+		rules = appendRules(rules, "", DefaultExcludes())
+	}
+	rules = appendRules(rules, "", opt.Excludes)
+	id, err := idOf(root, fi)
+	if err != nil {
+		return fmt.Errorf("walk: %w", err)
+	}
+	return w.dir(root, "", rules, []fileID{id})
+}
+
+type walker struct {
+	ctx   context.Context
+	opt   Options
+	fn    func(File) error
+	onErr func(string, error)
+	seen  map[fileID]bool // directories entered and files passed to fn
+}
+
+func (w *walker) skip(path, reason string) {
+	if w.opt.Skipped != nil {
+		w.opt.Skipped(path, reason)
+	}
+}
+
+// dir walks one directory. ancestors holds the ids of the directories on the
+// current path, root first, so a symlink back to any of them is a loop.
+func (w *walker) dir(path, rel string, rules []rule, ancestors []fileID) error {
+	w.seen[ancestors[len(ancestors)-1]] = true
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		if rel == "" {
+			return fmt.Errorf("walk: %w", err) // the root itself
+		}
+		w.onErr(path, err)
+		return nil
+	}
+	if gi := filepath.Join(path, ".gitignore"); hasEntry(entries, ".gitignore") {
+		lines, err := readLines(gi)
+		if err != nil {
+			w.onErr(gi, err)
+		} else {
+			rules = appendRules(rules, rel, lines)
+		}
+	}
+	for _, e := range entries {
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+		name := e.Name()
+		p := filepath.Join(path, name)
+		r := name
+		if rel != "" {
+			r = rel + "/" + name
+		}
+		if strings.HasPrefix(name, ".") {
+			w.skip(p, SkipHidden)
+			continue
+		}
+		// Excluded entries are dropped before any stat; a symlink is
+		// checked again once its target's kind is known.
+		if ignored(rules, r, e.IsDir()) {
+			w.skip(p, SkipExcluded)
+			continue
+		}
+		fi, err := os.Stat(p) // follows symlinks
+		if err != nil {
+			w.onErr(p, err) // vanished, dangling symlink, permission on the target
+			continue
+		}
+		if fi.IsDir() != e.IsDir() && ignored(rules, r, fi.IsDir()) {
+			w.skip(p, SkipExcluded)
+			continue
+		}
+		if fi.IsDir() {
+			id, err := idOf(p, fi)
+			if err != nil {
+				w.onErr(p, err)
+				continue
+			}
+			if contains(ancestors, id) {
+				w.onErr(p, fmt.Errorf("%w: %s leads back to a parent folder", ErrLoop, p))
+				continue
+			}
+			if w.seen[id] {
+				w.skip(p, SkipDuplicate)
+				continue
+			}
+			if err := w.dir(p, r, rules[:len(rules):len(rules)], append(ancestors[:len(ancestors):len(ancestors)], id)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.file(p, r, fi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// file checks one file and passes it to fn. Only fn's error is returned.
+func (w *walker) file(path, rel string, fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		w.skip(path, SkipSpecial)
+		return nil
+	}
+	if w.opt.MaxFileSize > 0 && fi.Size() > w.opt.MaxFileSize {
+		w.skip(path, SkipTooLarge)
+		return nil
+	}
+	if id, err := idOf(path, fi); err == nil {
+		if w.seen[id] {
+			w.skip(path, SkipDuplicate) // hard link or symlink to a file already passed
+			return nil
+		}
+		w.seen[id] = true
+	}
+	head, err := readHead(path)
+	if err != nil {
+		w.onErr(path, err)
+		return nil
+	}
+	if !Indexable(head, path) {
+		w.skip(path, SkipBinary)
+		return nil
+	}
+	return w.fn(File{Path: path, Rel: rel, Size: fi.Size(), ModTime: fi.ModTime()})
+}
+
+// Indexable tells from a file's first bytes whether it is text or a binary
+// format the parser reads (PDF, DOCX). name only breaks the tie for an
+// OOXML zip whose word/ entries lie past the sniffed bytes.
+func Indexable(head []byte, name string) bool {
+	if bytes.HasPrefix(head, []byte("%PDF-")) {
+		return true
+	}
+	if bytes.HasPrefix(head, []byte("PK\x03\x04")) {
+		return bytes.Contains(head, []byte("word/")) ||
+			(bytes.Contains(head, []byte("[Content_Types].xml")) && strings.EqualFold(filepath.Ext(name), ".docx"))
+	}
+	ct := http.DetectContentType(head)
+	switch {
+	case strings.HasPrefix(ct, "text/plain; charset=utf-16"):
+		return true // UTF-16 with a BOM: NULs are expected
+	case strings.HasPrefix(ct, "text/"):
+		return bytes.IndexByte(head, 0) < 0
+	}
+	return false
+}
+
+func readHead(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, sniffLen)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+func readLines(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(string(b), "\n"), nil
+}
+
+func hasEntry(entries []os.DirEntry, name string) bool {
+	for _, e := range entries {
+		if e.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(ids []fileID, id fileID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,337 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func openTest(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "lore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// fixture is a workspace with one folder.
+type fixture struct {
+	db *DB
+	ws Workspace
+	f  Folder
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	db := openTest(t)
+	ctx := context.Background()
+	ws, err := db.EnsureWorkspace(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := db.AddFolder(ctx, ws.ID, "/data/notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{db, ws, f}
+}
+
+func (fx fixture) doc(rel string) Document {
+	return Document{WorkspaceID: fx.ws.ID, FolderID: fx.f.ID, Path: "/data/notes/" + rel, Rel: rel,
+		Size: 10, ModTime: time.Unix(1700000000, 123456789), Hash: "h-" + rel, Parser: "text"}
+}
+
+// put stores a document with one chunk per text and returns its id.
+func (fx fixture) put(t *testing.T, rel string, texts ...string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var cs []Chunk
+	for i, s := range texts {
+		cs = append(cs, Chunk{Ordinal: i, Text: s, Tokens: len(strings.Fields(s)), LineStart: i + 1, LineEnd: i + 1})
+	}
+	if err := fx.db.ReplaceDocument(ctx, fx.doc(rel), cs); err != nil {
+		t.Fatal(err)
+	}
+	d, err := fx.db.DocumentByPath(ctx, fx.ws.ID, "/data/notes/"+rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.ID
+}
+
+func (fx fixture) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := fx.db.r.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func (fx fixture) check(t *testing.T) {
+	t.Helper()
+	if err := fx.db.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenSettings(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		pragma string
+		want   string
+	}{
+		{"journal_mode", "wal"},
+		{"foreign_keys", "1"},
+		{"synchronous", "1"}, // NORMAL
+		{"user_version", fmt.Sprint(len(migrations))},
+	} {
+		for name, pool := range map[string]*sql.DB{"write": db.w, "read": db.r} {
+			var got string
+			if err := pool.QueryRowContext(ctx, "PRAGMA "+tc.pragma).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("%s pool: PRAGMA %s = %q, want %q", name, tc.pragma, got, tc.want)
+			}
+		}
+	}
+	if _, err := db.r.ExecContext(ctx, `INSERT INTO settings VALUES ('x', '1', 0)`); err == nil {
+		t.Error("read pool accepted a write")
+	}
+	if err := db.Check(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Open(ctx, ""); err == nil {
+		t.Error("empty path: no error")
+	}
+	// A path with URI-special characters must still name a plain file.
+	odd := filepath.Join(t.TempDir(), "a dir?x=1#frag", "lore%20.db")
+	db, err := Open(ctx, odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db.Path() != odd {
+		t.Errorf("Path() = %q, want %q", db.Path(), odd)
+	}
+	db.Close()
+
+	// A file that is not a database is refused and left as it was.
+	junk := filepath.Join(t.TempDir(), "junk.db")
+	content := []byte(strings.Repeat("not a database\n", 500))
+	if err := os.WriteFile(junk, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if db, err := Open(ctx, junk); err == nil {
+		db.Close()
+		t.Error("Open(junk file): no error")
+	}
+	if got, _ := os.ReadFile(junk); !bytes.Equal(got, content) {
+		t.Error("Open(junk file) modified it")
+	}
+
+	// A database from a newer build is refused, not downgraded.
+	path := filepath.Join(t.TempDir(), "new.db")
+	raw, err := sql.Open("sqlite3", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("Open(newer schema) = %v, want a 'newer' error", err)
+	}
+}
+
+func TestMigrateFromV1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	raw, err := sql.Open("sqlite3", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, raw, migrations[:1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`INSERT INTO workspaces (id, name, created) VALUES (1, 'old', 1)`,
+		`INSERT INTO folders (id, workspace_id, path, created) VALUES (1, 1, '/old', 1)`,
+		`INSERT INTO documents (id, workspace_id, folder_id, path, rel, size, mtime, status) VALUES (1, 1, 1, '/old/a.txt', 'a.txt', 5, 7, 'indexed')`,
+		`INSERT INTO chunks (document_id, ordinal, text) VALUES (1, 0, 'zebras migrate across the plains')`,
+	} {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var v int
+	raw.QueryRow(`PRAGMA user_version`).Scan(&v)
+	if v != 1 {
+		t.Fatalf("fixture at version %d, want 1", v)
+	}
+	if _, err := raw.Exec(`SELECT 1 FROM traces`); err == nil {
+		t.Fatal("version 1 already has traces")
+	}
+	raw.Close()
+
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, _ := db.SchemaVersion(ctx); v != len(migrations) {
+		t.Errorf("schema version %d after upgrade, want %d", v, len(migrations))
+	}
+	hits, err := db.SearchBM25(ctx, 1, "migrating zebra", 5)
+	if err != nil || len(hits) != 1 || hits[0].Path != "/old/a.txt" {
+		t.Errorf("search after upgrade = %v, %v", hits, err)
+	}
+	if err := db.PutTrace(ctx, TraceRecord{RequestID: "r1", WorkspaceID: 1, TotalMs: 5}); err != nil {
+		t.Error(err)
+	}
+	if _, err := db.NewChat(ctx, 1, "hello"); err != nil {
+		t.Error(err)
+	}
+	if err := db.Check(ctx); err != nil {
+		t.Error(err)
+	}
+	db.Close()
+	// Opening again is a no-op.
+	db2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db2.Close()
+}
+
+func TestWorkspacesAndFolders(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	db := fx.db
+	again, err := db.EnsureWorkspace(ctx, "  main ")
+	if err != nil || again.ID != fx.ws.ID {
+		t.Errorf("EnsureWorkspace again = %+v, %v; want id %d", again, err, fx.ws.ID)
+	}
+	if _, err := db.EnsureWorkspace(ctx, " "); err == nil {
+		t.Error("blank workspace name accepted")
+	}
+	other, _ := db.EnsureWorkspace(ctx, "other")
+	wss, err := db.Workspaces(ctx)
+	if err != nil || len(wss) != 2 || wss[0].Name != "main" || wss[1].Name != "other" {
+		t.Errorf("Workspaces = %+v, %v", wss, err)
+	}
+	if _, err := db.AddFolder(ctx, fx.ws.ID, "relative/path"); err == nil {
+		t.Error("relative folder accepted")
+	}
+	f2, err := db.AddFolder(ctx, fx.ws.ID, "/data/notes/")
+	if err != nil || f2.ID != fx.f.ID {
+		t.Errorf("AddFolder again = %+v, %v; want id %d", f2, err, fx.f.ID)
+	}
+	fs, err := db.Folders(ctx, fx.ws.ID)
+	if err != nil || len(fs) != 1 || fs[0].Path != "/data/notes" {
+		t.Errorf("Folders = %+v, %v", fs, err)
+	}
+	// A document cannot be put in another workspace's folder.
+	d := fx.doc("x.txt")
+	d.WorkspaceID = other.ID
+	if err := db.ReplaceDocument(ctx, d, []Chunk{{Text: "x"}}); err == nil {
+		t.Error("document stored in another workspace's folder")
+	}
+	if n := fx.count(t, `SELECT count(*) FROM chunks`); n != 0 {
+		t.Errorf("%d chunks left by a failed ReplaceDocument", n)
+	}
+
+	fx.put(t, "a.txt", "alpha one", "alpha two")
+	if err := db.RemoveFolder(ctx, fx.ws.ID, "/data/notes"); err != nil {
+		t.Fatal(err)
+	}
+	if n := fx.count(t, `SELECT count(*) FROM documents`); n != 0 {
+		t.Errorf("RemoveFolder left %d documents", n)
+	}
+	if err := db.RemoveFolder(ctx, fx.ws.ID, "/data/notes"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("RemoveFolder twice = %v, want ErrNotFound", err)
+	}
+	fx.check(t)
+}
+
+func TestSettings(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	type cfg struct {
+		Model string `json:"model"`
+		TopK  int    `json:"top_k"`
+	}
+	var got cfg
+	if ok, err := db.Setting(ctx, "retrieval", &got); ok || err != nil {
+		t.Errorf("unset setting: ok=%v err=%v", ok, err)
+	}
+	for _, want := range []cfg{{"a", 5}, {"b", 8}} {
+		if err := db.PutSetting(ctx, "retrieval", want); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := db.Setting(ctx, "retrieval", &got); !ok || err != nil || got != want {
+			t.Errorf("Setting = %+v (ok=%v, %v), want %+v", got, ok, err, want)
+		}
+	}
+	var wrong int
+	if _, err := db.Setting(ctx, "retrieval", &wrong); err == nil {
+		t.Error("decoding an object into an int: no error")
+	}
+	if err := db.PutSetting(ctx, "", 1); err == nil {
+		t.Error("empty key accepted")
+	}
+}
+
+func TestChats(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	db := fx.db
+	c1, err := db.NewChat(ctx, fx.ws.ID, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := db.NewChat(ctx, fx.ws.ID, "second")
+	for i, role := range []string{"user", "assistant", "user"} {
+		if _, err := db.AppendMessage(ctx, Message{ChatID: c1.ID, Role: role, Content: fmt.Sprint("m", i), RequestID: "req"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.AppendMessage(ctx, Message{ChatID: c1.ID, Role: "robot", Content: "x"}); err == nil {
+		t.Error("invalid role accepted")
+	}
+	if _, err := db.AppendMessage(ctx, Message{ChatID: 999, Role: "user", Content: "x"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("message to missing chat: %v, want ErrNotFound", err)
+	}
+	ms, err := db.Messages(ctx, c1.ID)
+	if err != nil || len(ms) != 3 || ms[1].Role != "assistant" || ms[2].Content != "m2" || ms[0].RequestID != "req" {
+		t.Errorf("Messages = %+v, %v", ms, err)
+	}
+	chats, err := db.Chats(ctx, fx.ws.ID)
+	if err != nil || len(chats) != 2 || chats[0].ID != c1.ID {
+		t.Errorf("Chats = %+v, %v; want %d (most recent) first", chats, err, c1.ID)
+	}
+	if err := db.DeleteChat(ctx, c2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteWorkspace(ctx, fx.ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := fx.count(t, `SELECT count(*) FROM chat_messages`); n != 0 {
+		t.Errorf("%d messages left after deleting the workspace", n)
+	}
+}
