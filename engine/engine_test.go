@@ -295,3 +295,27 @@ func near(a, b []float32) bool {
 	}
 	return true
 }
+
+func TestRerank(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rerank.gguf")
+	if err := synth.Write(path, synth.Options{Shape: "tiny", Reranker: true, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	m := open(t, path)
+	docs := []string{"the river market", "a report about energy", "the river market"}
+	scores, err := m.Rerank(context.Background(), "where is the market", docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scores) != len(docs) {
+		t.Fatalf("%d scores for %d docs", len(scores), len(docs))
+	}
+	if scores[0] != scores[2] {
+		t.Errorf("identical pairs scored differently: %v", scores)
+	}
+	chat, _ := models(t)
+	if _, err := open(t, chat).Rerank(context.Background(), "q", docs); !errors.Is(err, engine.ErrNotReranker) {
+		t.Errorf("chat model rerank: err = %v, want ErrNotReranker", err)
+	}
+}

@@ -276,8 +276,8 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 }
 
 // reply writes v as JSON, or the error.
-func reply[T any](w http.ResponseWriter) func(T, error) {
-	return func(v T, err error) {
+func reply(w http.ResponseWriter) func(any, error) {
+	return func(v any, err error) {
 		if err != nil {
 			fail(w, err)
 			return

@@ -18,7 +18,7 @@ func askCmd(ctx context.Context, args []string) error {
 	var f appFlags
 	f.register(fs)
 	chat := fs.Int64("chat", 0, "continue chat `id`")
-	pos, err := parse(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func tracesCmd(ctx context.Context, args []string) error {
 	f.register(fs)
 	window := fs.String("window", "24h", "percentile window: 15m, 1h, 24h, 7d or all")
 	limit := fs.Int("limit", 10, "recent traces to list")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	a, err := app.New(ctx, app.Config{DataDir: f.data})

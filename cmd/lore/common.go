@@ -36,9 +36,9 @@ func (f *appFlags) open(ctx context.Context, tel *app.Telemetry) (*app.App, erro
 	return app.New(ctx, cfg)
 }
 
-// parse parses args, allowing flags after positional arguments
+// parseArgs parses args, allowing flags after positional arguments
 // (`lore ask "question" --json`).
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -17,7 +17,7 @@ func evalCmd(ctx context.Context, args []string) error {
 	var f appFlags
 	f.register(fs)
 	queries := fs.String("queries", "", "labelled queries, JSON lines of {\"query\", \"relevant\": [paths]}")
-	if _, err := parse(fs, args[1:]); err != nil {
+	if _, err := parseArgs(fs, args[1:]); err != nil {
 		return err
 	}
 	file, err := os.Open(*queries)

@@ -16,7 +16,7 @@ func indexCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("index", flag.ContinueOnError)
 	var f appFlags
 	f.register(fs)
-	paths, err := parse(fs, args)
+	paths, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func searchCmd(ctx context.Context, args []string) error {
 	var f appFlags
 	f.register(fs)
 	k := fs.Int("k", 8, "passages to show")
-	pos, err := parse(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ func serveCmd(ctx context.Context, args []string) error {
 	var f appFlags
 	f.register(fset)
 	addr := fset.String("addr", "127.0.0.1:8765", "loopback `address` to listen on (port 0 picks a free one)")
-	if _, err := parse(fset, args); err != nil {
+	if _, err := parseArgs(fset, args); err != nil {
 		return err
 	}
 	ln, err := server.Listen(*addr)

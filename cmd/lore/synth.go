@@ -15,6 +15,7 @@ func synthModel(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("synth-model", flag.ContinueOnError)
 	shape := fs.String("shape", "tiny", "model shape: "+strings.Join(synth.Shapes(), ", "))
 	embedding := fs.Bool("embedding", false, "write a mean-pooled embedding model")
+	reranker := fs.Bool("reranker", false, "write a rank-pooled (cross-encoder) model")
 	seed := fs.Int64("seed", 1, "weights seed")
 	out := fs.String("out", "", "output `file`")
 	if err := fs.Parse(args); err != nil {
@@ -24,7 +25,7 @@ func synthModel(ctx context.Context, args []string) error {
 		return fmt.Errorf("synth-model: --out is required")
 	}
 	start := time.Now()
-	if err := synth.Write(*out, synth.Options{Shape: *shape, Embedding: *embedding, Seed: *seed}); err != nil {
+	if err := synth.Write(*out, synth.Options{Shape: *shape, Embedding: *embedding, Reranker: *reranker, Seed: *seed}); err != nil {
 		return err
 	}
 	st, err := os.Stat(*out)

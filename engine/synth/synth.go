@@ -21,6 +21,11 @@ type Options struct {
 	// Such files use the qwen2 architecture, which has llama's tensors:
 	// llama.cpp ignores pooling_type for the llama architecture.
 	Embedding  bool
+	// Reranker makes a rank-pooled model (<arch>.pooling_type=4), qwen2 like
+	// Embedding. With no classification head llama.cpp scores a pair by the
+	// first hidden value of its first token: meaningless, but the real
+	// rerank path end to end.
+	Reranker bool
 	Seed       int64 // weights are a pure function of the seed
 	Vocab      int   // tokens in the vocabulary; 0 means the shape's default
 	NoTemplate bool  // omit tokenizer.chat_template
@@ -88,7 +93,7 @@ func build(opt Options) (*gguf.Writer, error) {
 	// llama.cpp reads <arch>.pooling_type only for embedding-capable
 	// architectures; qwen2 is one and takes exactly llama's tensors.
 	arch := "llama"
-	if opt.Embedding {
+	if opt.Embedding || opt.Reranker {
 		arch = "qwen2"
 	}
 	headDim := sh.embd / sh.heads
@@ -101,8 +106,11 @@ func build(opt Options) (*gguf.Writer, error) {
 		}
 	}
 	kind := "chat"
-	if opt.Embedding {
+	switch {
+	case opt.Embedding:
 		kind = "embedding"
+	case opt.Reranker:
+		kind = "reranker"
 	}
 	add("general.architecture", arch)
 	add("general.name", fmt.Sprintf("lore-synth-%s-%s", opt.Shape, kind))
@@ -120,8 +128,11 @@ func build(opt Options) (*gguf.Writer, error) {
 	add(a+"rope.freq_base", sh.ropeBase)
 	add(a+"attention.layer_norm_rms_epsilon", float32(1e-6))
 	add(a+"vocab_size", uint32(nv))
-	if opt.Embedding {
+	switch {
+	case opt.Embedding:
 		add(a+"pooling_type", uint32(gguf.PoolingMean))
+	case opt.Reranker:
+		add(a+"pooling_type", uint32(gguf.PoolingRank))
 	}
 	add("tokenizer.ggml.model", "llama")
 	add("tokenizer.ggml.tokens", voc.tokens)

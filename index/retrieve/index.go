@@ -430,7 +430,7 @@ func settingKey(ws int64, model string) string {
 func fileBase(ws int64, model string) string {
 	sum := sha256.Sum256([]byte(model))
 	clean := strings.Map(func(c rune) rune {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
 			return c
 		}
 		return '_'

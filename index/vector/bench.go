@@ -2,9 +2,11 @@ package vector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -63,6 +65,7 @@ type BenchConfig struct {
 	Seed    uint64  // corpus and query seed
 	Options Options // HNSW parameters; zero fields mean the defaults
 	Sweep   []int   // further efSearch values to measure on the same graph
+	SaveDir string  // if set, also time SaveFile and LoadFile of the HNSW there
 }
 
 // Latency summarises per-query search times.
@@ -84,6 +87,8 @@ type BenchResult struct {
 	HNSW, Exact        Latency
 	Recall             float64 // mean recall@K of HNSW against Exact
 	Sweep              []SweepPoint
+	Save, Load         time.Duration // SaveFile and LoadFile (checksum verified), if SaveDir was set
+	FileBytes          int64
 }
 
 // SweepPoint is HNSW search measured at one efSearch.
@@ -98,7 +103,15 @@ func (r BenchResult) String() string {
 		"  build  %s (%.0f vectors/s)\n  hnsw   %s  recall@%d %.4f\n  exact  %s",
 		r.N, r.Dim, r.Queries, r.Options.M, r.Options.EfConstruction, r.Options.EfSearch, r.Options.Workers,
 		r.Build.Round(time.Millisecond), float64(r.N)/r.Build.Seconds(),
-		r.HNSW, r.K, r.Recall, r.Exact) + r.sweep()
+		r.HNSW, r.K, r.Recall, r.Exact) + r.files() + r.sweep()
+}
+
+func (r BenchResult) files() string {
+	if r.FileBytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n  file   %.1f MB, save %s, load %s", float64(r.FileBytes)/1e6,
+		r.Save.Round(time.Millisecond), r.Load.Round(time.Millisecond))
 }
 
 func (r BenchResult) sweep() string {
@@ -175,6 +188,11 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		res.Sweep = append(res.Sweep, p)
 	}
 	res.Exact = summarise(exT)
+	if cfg.SaveDir != "" {
+		if err := benchFile(&res, h, cfg.SaveDir, queries[0]); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 
@@ -191,6 +209,36 @@ func measure(ctx context.Context, h *HNSW, queries [][]float32, truth [][]Result
 		recall += Recall(got, truth[i])
 	}
 	return summarise(ts), recall / float64(len(queries)), nil
+}
+
+// benchFile times a save and a verified load of h in dir.
+func benchFile(res *BenchResult, h *HNSW, dir string, q []float32) error {
+	f, err := os.CreateTemp(dir, "vecbench-*.idx")
+	if err != nil {
+		return err
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	t := time.Now()
+	sum, err := SaveFile(path, h)
+	if err != nil {
+		return err
+	}
+	res.Save = time.Since(t)
+	t = time.Now()
+	x, err := LoadFile(path, sum, h.Dim())
+	if err != nil {
+		return err
+	}
+	res.Load = time.Since(t)
+	if fi, err := os.Stat(path); err == nil {
+		res.FileBytes = fi.Size()
+	}
+	if !slices.Equal(x.Search(q, 10), h.Search(q, 10)) {
+		return errors.New("vector: bench: loaded index answers differently")
+	}
+	return nil
 }
 
 // benchData returns a clustered corpus and queries from the same blobs.

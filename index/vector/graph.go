@@ -183,8 +183,9 @@ func (g *graph) insert(n uint32, s *searcher) {
 		g.emu.Unlock()
 		return
 	}
-	// A node that raises the top level keeps emu until linked, so no other
-	// insert starts from an entry point whose upper layers are still empty.
+	// A node that raises the top level keeps emu until it is linked and
+	// installed as the entry point, which serialises changes of the top
+	// level. It happens about log_M(n) times in a build.
 	hold := lvl > top
 	if !hold {
 		g.emu.Unlock()
@@ -385,11 +386,11 @@ func drainAsc(h maxHeap, dst []item) []item {
 // searcher is per-goroutine scratch space, reused through a sync.Pool so
 // that searches and inserts allocate nothing in the steady state.
 type searcher struct {
-	mark []uint32 // visited[n] == gen means visited in this pass
-	gen  uint32
-	cand minHeap
-	res  maxHeap
-	buf  []uint32
+	mark                         []uint32 // visited[n] == gen means visited in this pass
+	gen                          uint32
+	cand                         minHeap
+	res                          maxHeap
+	buf                          []uint32
 	eps, cands, sel, tmp, pruned []item
 }
 

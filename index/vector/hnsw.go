@@ -15,7 +15,7 @@ type HNSW struct {
 	mu      sync.RWMutex
 	g       *graph
 	opt     Options
-	pool    sync.Pool           // *searcher
+	pool    sync.Pool          // *searcher
 	touched map[int64]struct{} // ids changed while Rebuild runs; nil otherwise
 }
 
@@ -149,6 +149,19 @@ func (h *HNSW) Search(query []float32, k int) []Result {
 		out[i] = Result{ID: h.g.ids[it.n], Score: -it.d}
 	}
 	return out
+}
+
+// MaybeRebuild runs Rebuild if tombstones outnumber Options.RebuildAt
+// times the live vectors, and reports whether it did. Tombstones cost every
+// search some time, and each update leaves one.
+func (h *HNSW) MaybeRebuild(ctx context.Context) (bool, error) {
+	h.mu.RLock()
+	stale := float64(h.g.ndead) > h.opt.RebuildAt*float64(len(h.g.byID))
+	h.mu.RUnlock()
+	if !stale {
+		return false, nil
+	}
+	return true, h.Rebuild(ctx)
 }
 
 // ErrRebuilding is returned by Rebuild while another Rebuild runs.

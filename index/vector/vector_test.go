@@ -276,8 +276,13 @@ func TestDeletes(t *testing.T) {
 		}
 	}
 	check("tombstones")
-	if err := h.Rebuild(context.Background()); err != nil {
-		t.Fatal(err)
+	h.opt.RebuildAt = 10
+	if did, err := h.MaybeRebuild(context.Background()); did || err != nil {
+		t.Fatalf("MaybeRebuild below the threshold = %v, %v", did, err)
+	}
+	h.opt.RebuildAt = 0.25
+	if did, err := h.MaybeRebuild(context.Background()); !did || err != nil {
+		t.Fatalf("MaybeRebuild above the threshold = %v, %v", did, err)
 	}
 	if h.Deleted() != 0 || h.Len() != e.Len() {
 		t.Fatalf("after Rebuild: Deleted %d, Len %d (want %d)", h.Deleted(), h.Len(), e.Len())
@@ -461,5 +466,45 @@ func TestAutoSwitches(t *testing.T) {
 	}
 	if r := meanRecall(t, a, e, queries, 10); r < 0.99 {
 		t.Errorf("recall after switching = %.3f", r)
+	}
+}
+
+func TestBench(t *testing.T) {
+	r, err := Bench(context.Background(), BenchConfig{N: 2000, Dim: 32, Queries: 50, Seed: 1,
+		Sweep: []int{8}, SaveDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.N != 2000 || r.Dim != 32 || r.K != 10 || r.Options.M != DefaultM {
+		t.Errorf("config not reported: %+v", r)
+	}
+	if r.Recall < 0.95 || r.Recall > 1 || r.Build <= 0 || r.HNSW.P50 <= 0 || r.Exact.P99 < r.Exact.P50 {
+		t.Errorf("implausible figures: %+v", r)
+	}
+	if len(r.Sweep) != 1 || r.Sweep[0].EfSearch != 8 || r.Sweep[0].Recall <= 0 {
+		t.Errorf("sweep: %+v", r.Sweep)
+	}
+	if r.FileBytes < 2000*32*4 || r.Load <= 0 {
+		t.Errorf("file figures: %d bytes, load %s", r.FileBytes, r.Load)
+	}
+	if _, err := Bench(context.Background(), BenchConfig{}); err == nil {
+		t.Error("Bench with N=0 succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Bench(ctx, BenchConfig{N: 5000, Dim: 8}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Bench: %v", err)
+	}
+}
+
+func TestClustered(t *testing.T) {
+	a, b := Clustered(500, 16, 3), Clustered(500, 16, 3)
+	if len(a) != 500 || !slices.Equal(a[499], b[499]) {
+		t.Fatal("Clustered is not reproducible")
+	}
+	for _, v := range a {
+		if n := Dot(v, v); math.Abs(float64(n)-1) > 1e-5 {
+			t.Fatalf("vector of squared norm %v", n)
+		}
 	}
 }

@@ -26,13 +26,14 @@ func main() {
 	efs := flag.String("efs", "", "comma-separated further HNSW efSearch values to sweep")
 	workers := flag.Int("workers", 0, "build goroutines (0: GOMAXPROCS)")
 	seed := flag.Uint64("seed", 1, "corpus seed")
+	save := flag.String("save", "", "folder in which to time saving and loading the index")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	for _, n := range ints(*sizes) {
 		r, err := vector.Bench(ctx, vector.BenchConfig{N: n, Dim: *dim, Queries: *queries, Seed: *seed,
-			Options: vector.Options{M: *m, EfConstruction: *efc, Workers: *workers}, Sweep: ints(*efs)})
+			Options: vector.Options{M: *m, EfConstruction: *efc, Workers: *workers}, Sweep: ints(*efs), SaveDir: *save})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "vecbench:", err)
 			os.Exit(1)

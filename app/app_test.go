@@ -1,0 +1,321 @@
+package app_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"lore/app"
+	"lore/engine/llamarunner"
+	"lore/engine/synth"
+	"lore/index/parse"
+	"lore/index/retrieve"
+)
+
+// The test binary doubles as the model runner and the parse worker.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "runner":
+			llamarunner.Main()
+		case "parse-worker":
+			parse.ServeWorker(os.Stdin, os.Stdout)
+			os.Exit(0)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+var (
+	once     sync.Once
+	fixtures string
+	fixErr   error
+)
+
+// models writes tiny chat, embedding and rerank models and a small library.
+func setup(t *testing.T) (dir string) {
+	t.Helper()
+	once.Do(func() {
+		fixtures, fixErr = os.MkdirTemp("", "lore-app-test")
+		if fixErr != nil {
+			return
+		}
+		for name, opt := range map[string]synth.Options{
+			"chat.gguf":   {Shape: "tiny", Seed: 1},
+			"embed.gguf":  {Shape: "tiny", Embedding: true, Seed: 2},
+			"rerank.gguf": {Shape: "tiny", Reranker: true, Seed: 3},
+		} {
+			if fixErr = synth.Write(filepath.Join(fixtures, name), opt); fixErr != nil {
+				return
+			}
+		}
+		lib := filepath.Join(fixtures, "library")
+		os.MkdirAll(lib, 0o755)
+		for name, text := range library {
+			if fixErr = os.WriteFile(filepath.Join(lib, name), []byte(text), 0o644); fixErr != nil {
+				return
+			}
+		}
+	})
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return fixtures
+}
+
+var library = map[string]string{
+	"river.md":   "# The river\n\nThe river market opens at dawn. Boats bring fish and grain from the north.\n",
+	"energy.md":  "# Energy report\n\nThe students wrote a report about solar energy and wind power in the valley.\n",
+	"garden.txt": "The small garden behind the library grows tomatoes, beans and a single apple tree.\n",
+	"music.md":   "# Music\n\nThe city orchestra plays a summer concert in the park every year.\n",
+}
+
+type opts struct{ chat, embed, rerank bool }
+
+func newApp(t *testing.T, o opts) *app.App {
+	t.Helper()
+	dir := setup(t)
+	cfg := app.Config{DataDir: t.TempDir(), RunnerCmd: []string{os.Args[0], "runner"},
+		WorkerCmd: []string{os.Args[0], "parse-worker"}}
+	if o.chat {
+		cfg.ChatModel = filepath.Join(dir, "chat.gguf")
+	}
+	if o.embed {
+		cfg.EmbedModel = filepath.Join(dir, "embed.gguf")
+	}
+	if o.rerank {
+		cfg.RerankModel = filepath.Join(dir, "rerank.gguf")
+	}
+	a, err := app.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	s := a.Settings()
+	s.MaxTokens = 16
+	if err := a.SaveSettings(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := a.Index(context.Background(), "default", []string{filepath.Join(dir, "library")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Indexed != len(library) {
+		t.Fatalf("indexed %d of %d files: %+v", sum.Indexed, len(library), sum)
+	}
+	if err := a.WaitWarm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+type recorded struct {
+	events []string
+	answer strings.Builder
+	trace  *app.Trace
+}
+
+func ask(t *testing.T, a *app.App, q string, chat int64) *recorded {
+	t.Helper()
+	r := &recorded{}
+	tr, err := a.Ask(context.Background(), app.AskRequest{Question: q, ChatID: chat}, func(ev string, data any) error {
+		r.events = append(r.events, ev)
+		if ev == "token" {
+			r.answer.WriteString(data.(map[string]string)["text"])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.trace = tr
+	return r
+}
+
+func TestFallbackLevels(t *testing.T) {
+	tests := []struct {
+		name   string
+		o      opts
+		level  int
+		reason string
+		mode   string
+	}{
+		{"full pipeline", opts{chat: true, embed: true, rerank: true}, 0, "", "hybrid"},
+		{"no reranker", opts{chat: true, embed: true}, 1, "no rerank model", "hybrid"},
+		{"no embedding model", opts{chat: true}, 2, "BM25 only", "bm25"},
+		{"no generation model", opts{embed: true, rerank: true}, 3, "extractive", "hybrid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newApp(t, tt.o)
+			r := ask(t, a, "when does the river market open", 0)
+			tr := r.trace
+			if tr.FallbackLevel != tt.level || !strings.Contains(tr.FallbackReason, tt.reason) {
+				t.Errorf("fallback %d %q, want %d containing %q", tr.FallbackLevel, tr.FallbackReason, tt.level, tt.reason)
+			}
+			if tr.RetrievalMode != tt.mode {
+				t.Errorf("retrieval mode %q, want %q", tr.RetrievalMode, tt.mode)
+			}
+			if r.answer.Len() == 0 {
+				t.Error("no answer")
+			}
+			if tt.level == 3 && !strings.Contains(r.answer.String(), "Extractive answer") {
+				t.Errorf("extractive answer not labelled: %q", r.answer.String())
+			}
+			if tt.level == 3 && !strings.Contains(r.answer.String(), "river market") {
+				t.Errorf("extractive answer misses the passage: %q", r.answer.String())
+			}
+			checkTrace(t, r)
+		})
+	}
+}
+
+// checkTrace asserts the trace is complete and consistent with the events.
+func checkTrace(t *testing.T, r *recorded) {
+	t.Helper()
+	tr := r.trace
+	for _, s := range []string{app.StageQueue, app.StageEmbed, app.StageVector, app.StageBM25, app.StageRetrieval,
+		app.StageRerank, app.StageAssemble, app.StageTTFT, app.StageTotal} {
+		v, ok := tr.Stages[s]
+		if !ok || v < 0 {
+			t.Errorf("stage %s = %v (present %v)", s, v, ok)
+		}
+		if tr.StageStarts[s] < 0 {
+			t.Errorf("stage %s starts at %v", s, tr.StageStarts[s])
+		}
+	}
+	if tr.Route != "extractive" {
+		for _, s := range []string{app.StagePrefill, app.StageLLMTTFT, app.StageTokenize, app.StageDecode} {
+			if v, ok := tr.Stages[s]; !ok || v < 0 {
+				t.Errorf("stage %s = %v (present %v)", s, v, ok)
+			}
+		}
+		if tr.Stages[app.StageTTFT] < tr.Stages[app.StageLLMTTFT] {
+			t.Errorf("ttft %v < llm_ttft %v", tr.Stages[app.StageTTFT], tr.Stages[app.StageLLMTTFT])
+		}
+		if tr.PromptTokens == 0 || tr.CachedTokens+tr.EvalTokens != tr.PromptTokens {
+			t.Errorf("prompt tokens %d cached %d eval %d", tr.PromptTokens, tr.CachedTokens, tr.EvalTokens)
+		}
+	}
+	if tr.Stages[app.StageTotal] < tr.Stages[app.StageTTFT] {
+		t.Errorf("total %v < ttft %v", tr.Stages[app.StageTotal], tr.Stages[app.StageTTFT])
+	}
+	// The stages before generation fit inside TTFT.
+	pre := tr.Stages[app.StageQueue] + tr.Stages[app.StageRetrieval] + tr.Stages[app.StageRerank] + tr.Stages[app.StageAssemble]
+	if pre > tr.Stages[app.StageTTFT]+0.01 {
+		t.Errorf("queue+retrieval+rerank+assemble %v exceed ttft %v", pre, tr.Stages[app.StageTTFT])
+	}
+	if tr.FirstTokenAt.IsZero() || tr.RequestID == "" || tr.VersionID == "" || tr.WorkspaceID == 0 {
+		t.Errorf("trace fields missing: %+v", tr)
+	}
+	// Order: trace first, sources before the first token, done last.
+	order := strings.Join(r.events, ",")
+	si, ti := strings.Index(order, "sources"), strings.Index(order, "token")
+	if !strings.HasPrefix(order, "trace,") || si < 0 || ti < 0 || si > ti || !strings.HasSuffix(order, ",done") {
+		t.Errorf("event order %s", order)
+	}
+}
+
+func TestMultiTurnReusesCache(t *testing.T) {
+	a := newApp(t, opts{chat: true, embed: true})
+	first := ask(t, a, "when does the river market open", 0)
+	prefixTokens := first.trace.CachedTokens
+	if prefixTokens < 20 {
+		t.Fatalf("first question reused only %d tokens: the system prefix was not warm", prefixTokens)
+	}
+	second := ask(t, a, "and what do the boats bring", first.trace.ChatID)
+	if second.trace.ChatID != first.trace.ChatID {
+		t.Fatalf("second turn went to chat %d, not %d", second.trace.ChatID, first.trace.ChatID)
+	}
+	if second.trace.CachedTokens < prefixTokens {
+		t.Errorf("second turn cached %d tokens, fewer than the %d-token system prefix", second.trace.CachedTokens, prefixTokens)
+	}
+	chat, err := a.Chat(context.Background(), first.trace.ChatID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chat.Messages) != 4 {
+		t.Errorf("chat has %d messages, want 4 (two questions, two answers)", len(chat.Messages))
+	}
+	stored, err := a.Trace(context.Background(), second.trace.RequestID)
+	if err != nil || stored.CachedTokens != second.trace.CachedTokens {
+		t.Errorf("stored trace %+v, %v", stored, err)
+	}
+}
+
+func TestEmbeddingModelGone(t *testing.T) {
+	// A real fault: the embedding model file disappears after start, so the
+	// runner cannot load it and the vector step fails. Retrieval falls back.
+	dir := t.TempDir()
+	emb := filepath.Join(dir, "embed.gguf")
+	if err := synth.Write(emb, synth.Options{Shape: "tiny", Embedding: true, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	src := setup(t)
+	a, err := app.New(context.Background(), app.Config{DataDir: t.TempDir(), ChatModel: filepath.Join(src, "chat.gguf"),
+		EmbedModel: emb, RunnerCmd: []string{os.Args[0], "runner"}, WorkerCmd: []string{os.Args[0], "parse-worker"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Index(context.Background(), "default", []string{filepath.Join(src, "library")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.Close() // stop the runners, then lose the file
+	a, err = app.New(context.Background(), app.Config{DataDir: a.DataDir(), ChatModel: filepath.Join(src, "chat.gguf"),
+		EmbedModel: emb, RunnerCmd: []string{os.Args[0], "runner"}, WorkerCmd: []string{os.Args[0], "parse-worker"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	os.Remove(emb)
+	r := ask(t, a, "what grows in the garden", 0)
+	if r.trace.FallbackLevel != 2 || r.trace.RetrievalMode != "bm25" {
+		t.Errorf("fallback %d mode %s (%s), want level 2 bm25", r.trace.FallbackLevel, r.trace.RetrievalMode, r.trace.FallbackReason)
+	}
+	if r.answer.Len() == 0 {
+		t.Error("no answer")
+	}
+}
+
+func TestRerankBudget(t *testing.T) {
+	a := newApp(t, opts{chat: true, embed: true, rerank: true})
+	ask(t, a, "when does the river market open", 0) // measures rerank cost
+	s := a.Settings()
+	s.RerankBudgetMs = 1
+	s.RerankK = 20
+	if err := a.SaveSettings(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	r := ask(t, a, "what grows in the garden", 0)
+	if r.trace.FallbackLevel != 1 || !strings.Contains(r.trace.FallbackReason, "budget") {
+		t.Errorf("fallback %d %q, want level 1 over budget", r.trace.FallbackLevel, r.trace.FallbackReason)
+	}
+}
+
+func TestSourcePathConfined(t *testing.T) {
+	a := newApp(t, opts{embed: true})
+	res, err := a.Search(context.Background(), "default", "river market", searchOpts)
+	if err != nil || len(res.Passages) == 0 {
+		t.Fatalf("search: %v %v", res, err)
+	}
+	path, _, err := a.SourcePath(context.Background(), res.Passages[0].ChunkID)
+	if err != nil || !strings.HasSuffix(path, ".md") && !strings.HasSuffix(path, ".txt") {
+		t.Fatalf("source path %q: %v", path, err)
+	}
+	// After the folder is removed, its chunks are gone and nothing opens.
+	if err := a.RemoveFolder(context.Background(), "default", filepath.Join(setup(t), "library")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.SourcePath(context.Background(), res.Passages[0].ChunkID); err == nil {
+		t.Error("a removed folder's file still opens")
+	}
+	if _, _, err := a.SourcePath(context.Background(), 1<<40); err == nil {
+		t.Error("unknown chunk opened")
+	}
+}
+
+var searchOpts = retrieve.Options{TopK: 4}

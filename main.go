@@ -1,0 +1,96 @@
+// Command lore-desktop is Lore's desktop app: the web UI (frontend/dist) in
+// a native window through Wails v2, calling the app service directly through
+// the bindings in desktop.go instead of HTTP.
+//
+// Build it with `make app` (Linux: tags desktop,production,webkit2_41); see
+// the README for macOS and Windows. Without the Wails build tags wails.Run
+// is a stub that fails at run time, so `go vet ./...` and `go test ./...`
+// need no GTK or WebKit.
+//
+// Data lives in $LORE_DATA, else the per-user data folder (as for `lore`).
+// The binary re-executes itself as the model runner and the parse worker,
+// like bin/lore.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/wailsapp/wails/v2"
+	"github.com/wailsapp/wails/v2/pkg/options"
+	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
+	"github.com/wailsapp/wails/v2/pkg/options/linux"
+	"github.com/wailsapp/wails/v2/pkg/options/mac"
+	"github.com/wailsapp/wails/v2/pkg/options/windows"
+
+	"lore/app"
+	"lore/engine/llamarunner"
+	"lore/frontend"
+	"lore/index/parse"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "runner":
+			llamarunner.Main() // a model runner child process; never returns
+		case "parse-worker":
+			if err := parse.ServeWorker(os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, "parse-worker:", err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "lore-desktop:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ui, err := fs.Sub(frontend.Dist, "dist")
+	if err != nil {
+		return err
+	}
+	if _, err := fs.Stat(ui, "index.html"); err != nil {
+		return fmt.Errorf("the UI is not built into this binary (run `make ui` first): %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	core, err := app.New(ctx, app.Config{DataDir: app.DefaultDataDir()})
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+	d := newDesktop(core)
+
+	white := &options.RGBA{R: 255, G: 255, B: 255, A: 255}
+	return wails.Run(&options.App{
+		Title:            "Lore",
+		Width:            1280,
+		Height:           860,
+		MinWidth:         800,
+		MinHeight:        560,
+		BackgroundColour: white,
+		AssetServer:      &assetserver.Options{Assets: ui},
+		OnStartup:        d.startup,
+		OnShutdown:       d.shutdown,
+		Bind:             []any{d},
+		// No "Inspect element"/reload menu in the shipped app.
+		EnableDefaultContextMenu: false,
+		Linux: &linux.Options{
+			ProgramName: "lore",
+			// Software rendering: the UI is light, and GPU compositing in
+			// WebKitGTK blanks the window on some drivers and under Xvfb
+			// (wailsapp/wails#2977).
+			WebviewGpuPolicy: linux.WebviewGpuPolicyNever,
+		},
+		Mac: &mac.Options{
+			About: &mac.AboutInfo{Title: "Lore", Message: "A local knowledge assistant: answers from your own documents, on this machine."},
+		},
+		Windows: &windows.Options{},
+	})
+}
