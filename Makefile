@@ -8,9 +8,14 @@ CPU     ?= native
 TAGS    := sqlite_fts5
 BIN     := bin
 INC     := $(CURDIR)/.build/include
+# The desktop app: Wails' own tags for a production build (what `wails build` passes) plus WebKitGTK 4.1.
+APP      := $(BIN)/lore-desktop
+APP_TAGS := desktop,production,webkit2_41,$(TAGS)
+WAILS    := $(CURDIR)/.build/wails
+ARTIFACTS := $(CURDIR)/test-artifacts
 
 APT_PKGS := build-essential pkg-config git nlohmann-json3-dev libstb-dev poppler-utils \
-            chromium xvfb x11-apps libgtk-3-dev libwebkit2gtk-4.1-dev
+            chromium xvfb x11-apps x11-utils imagemagick libgtk-3-dev libwebkit2gtk-4.1-dev
 
 OLLAMA_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 MALGO_DIR  = $(shell $(GO) list -m -f '{{.Dir}}' github.com/gen2brain/malgo)
@@ -22,7 +27,7 @@ CGO_ENV = CGO_ENABLED=1 \
 	CGO_CPPFLAGS="-I$(INC) -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK" \
 	CGO_CFLAGS="-O3 -march=$(CPU)" CGO_CXXFLAGS="-O3 -march=$(CPU)"
 
-.PHONY: env setup deps headers build demo test test-go test-web bench app clean
+.PHONY: env setup deps headers build demo test test-go test-web test-e2e test-app bench ui app clean
 
 setup: deps headers
 
@@ -30,6 +35,7 @@ deps:
 	@if [ "$$(id -u)" = 0 ] && ! dpkg -s $(APT_PKGS) >/dev/null 2>&1; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PKGS); fi
 	$(GO) mod download
+	$(GO) -C tools mod download
 
 headers: $(INC)/miniaudio/miniaudio.h
 
@@ -44,9 +50,44 @@ build: headers
 demo: setup build
 	./$(BIN)/lore demo
 
-test: setup build
+test: setup ui build
 	$(CGO_ENV) $(GO) vet -tags '$(TAGS)' ./...
 	$(CGO_ENV) LORE_BIN=$(CURDIR)/$(BIN)/lore $(GO) test -tags '$(TAGS)' -count=1 ./...
+	$(MAKE) --no-print-directory test-web test-e2e test-app
+
+# The web UI: frontend/dist, embedded by bin/lore and the desktop app (Node >= 20.19). Rebuilt when a
+# source changed, so targets can depend on it freely.
+UI_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html frontend/vite.config.ts \
+          frontend/tsconfig.json frontend/package.json frontend/scripts/check-dist.mjs
+
+ui: frontend/dist/index.html
+
+frontend/dist/index.html: frontend/node_modules/.package-lock.json $(UI_SRC)
+	cd frontend && npm run build
+
+frontend/node_modules/.package-lock.json: frontend/package-lock.json
+	cd frontend && npm ci
+
+# The desktop app (Linux: GTK 3 + WebKitGTK 4.1). A plain `go build` with Wails' tags: `wails build` would
+# add -I build/ to CGO_CXXFLAGS, which rebuilds llama.cpp. Other platforms: see the README.
+app: headers ui
+	$(CGO_ENV) $(GO) build -tags '$(APP_TAGS)' -ldflags '-s -w' -o $(APP) .
+
+# The pinned Wails CLI (tools/go.mod), for `wails dev` and macOS/Windows packaging.
+$(WAILS): tools/go.mod tools/go.sum
+	$(GO) -C tools build -o $(WAILS) github.com/wailsapp/wails/v2/cmd/wails
+
+# Frontend unit tests (Vitest/jsdom) and the browser smoke test against the mock server.
+test-web: ui
+	cd frontend && npm test && LORE_E2E_SCREENSHOTS=$(ARTIFACTS)/smoke npm run e2e:smoke
+
+# Browser end-to-end test against the real `lore serve` with synthetic models.
+test-e2e: ui build
+	cd frontend && LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_E2E_SCREENSHOTS=$(ARTIFACTS)/e2e node e2e/real.mjs
+
+# The desktop binary under Xvfb: window up, still running, screenshot not blank.
+test-app: app
+	cd frontend && LORE_E2E_SCREENSHOTS=$(ARTIFACTS)/app node e2e/desktop-app.mjs $(CURDIR)/$(APP)
 
 clean:
 	rm -rf $(BIN) .build

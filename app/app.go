@@ -149,6 +149,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a.retriever = retrieve.New(db, filepath.Join(cfg.DataDir, "vectors"), a.embedder())
 	a.idx = newIndexer(a)
+	if wss, err := db.Workspaces(ctx); err == nil {
+		for _, w := range wss {
+			a.retriever.Preload(w.ID) // load vector graphs in the background
+		}
+	}
 	go a.warm(context.WithoutCancel(ctx))
 	return a, nil
 }
@@ -162,6 +167,7 @@ func (a *App) DataDir() string { return a.cfg.DataDir }
 // Close stops the models and closes the database.
 func (a *App) Close() error {
 	a.idx.stop()
+	a.retriever.Close()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, c := range []interface{ Close() error }{a.chat, a.embed, a.rerank} {

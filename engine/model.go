@@ -7,10 +7,12 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +49,7 @@ type Info struct {
 
 // Model is one GGUF model served by a supervised runner process.
 type Model struct {
+	id    string
 	opt   Options
 	info  Info
 	tmpl  *Template
@@ -98,7 +101,13 @@ func Open(opt Options) (*Model, error) {
 		opt.RunnerCmd = []string{exe, "runner"}
 	}
 	tmpl := TemplateFor(gi.ChatTemplate)
+	st, err := os.Stat(opt.Path)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%d|%d", filepath.Base(opt.Path), st.Size(), st.ModTime().UnixNano()))
 	return &Model{
+		id:    fmt.Sprintf("%s@%x", strings.TrimSuffix(filepath.Base(opt.Path), ".gguf"), sum[:4]),
 		opt:   opt,
 		tmpl:  tmpl,
 		queue: NewQueue(max(opt.QueueCapacity, 0)),
@@ -110,8 +119,9 @@ func Open(opt Options) (*Model, error) {
 // Info describes the model.
 func (m *Model) Info() Info { return m.info }
 
-// ID identifies the model file for version ids and embedding records.
-func (m *Model) ID() string { return filepath.Base(m.opt.Path) }
+// ID identifies the model file (name, size and modification time), for
+// version ids and embedding records: a replaced file gets a new ID.
+func (m *Model) ID() string { return m.id }
 
 // Template is the model's prompt format.
 func (m *Model) Template() *Template { return m.tmpl }

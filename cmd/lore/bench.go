@@ -12,6 +12,8 @@ func bench(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "engine":
 		return benchEngine(ctx, args[1:])
+	case "retrieval":
+		return benchRetrieval(ctx, args[1:])
 	}
 	return fmt.Errorf("bench: unknown benchmark %q (engine)", args[0])
 }

@@ -6,49 +6,96 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
-	"lore/engine"
+	"lore/app"
 	"lore/engine/synth"
+	"lore/index/ingest"
+	"lore/index/sample"
 )
 
+// demo is Lore's main job on defaults, with nothing to download: it
+// synthesises models (random weights: the words are noise, the timings are
+// real), indexes the sample library, and streams an answer with its
+// timing breakdown.
 func demo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	dir := fs.String("dir", filepath.Join(os.TempDir(), "lore-demo"), "where the synthetic model goes")
-	shape := fs.String("shape", "0.5b", "synthetic model shape")
-	if err := fs.Parse(args); err != nil {
+	dir := fs.String("dir", filepath.Join(os.TempDir(), "lore-demo"), "demo data `folder` (models, library, database)")
+	shape := fs.String("shape", "0.5b", "chat model shape: tiny, 0.5b or 1.5b")
+	question := fs.String("question", "How many days of holiday do employees get, and how do I book them?", "the question to ask")
+	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	path := filepath.Join(*dir, "synth-"+*shape+".gguf")
-	if _, err := os.Stat(path); err != nil {
-		os.MkdirAll(*dir, 0o755)
-		fmt.Fprintf(os.Stderr, "synthesising a %s model (random weights: the words are noise, the timings are real)…\n", *shape)
-		if err := synth.Write(path, synth.Options{Shape: *shape, Seed: 1}); err != nil {
+	models := filepath.Join(*dir, "models")
+	if err := os.MkdirAll(models, 0o755); err != nil {
+		return err
+	}
+	chat := filepath.Join(models, "synth-"+*shape+".gguf")
+	embed := filepath.Join(models, "synth-embed.gguf")
+	for _, m := range []struct {
+		path string
+		opt  synth.Options
+	}{{chat, synth.Options{Shape: *shape, Seed: 1}}, {embed, synth.Options{Shape: "tiny", Embedding: true, Seed: 2}}} {
+		if _, err := os.Stat(m.path); err == nil {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "synthesising %s (random weights: the words will be noise, the timings are real)…\n", filepath.Base(m.path))
+		if err := synth.Write(m.path, m.opt); err != nil {
 			return err
 		}
 	}
-	m, err := engine.Open(engine.Options{Path: path})
+	lib := filepath.Join(*dir, "library")
+	if err := sample.WriteCorpus(lib); err != nil {
+		return err
+	}
+	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(*dir, "data"), ChatModel: chat, EmbedModel: embed})
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	system := "You are Lore. Answer from the user's documents and cite them."
-	prefix, err := m.Template().Prefix(system)
+	defer a.Close()
+	s := a.Settings()
+	s.MaxTokens = 48 // enough to see it stream; the words are noise anyway
+	if err := a.SaveSettings(ctx, s); err != nil {
+		return err
+	}
+	start := time.Now()
+	sum, err := a.Index(ctx, "demo", []string{lib}, func(p ingest.Progress) {
+		done, total := p.FilesDone, p.FilesTotal
+		if p.Phase == ingest.PhaseEmbed {
+			done, total = p.Chunks, p.ChunksTotal
+		}
+		fmt.Fprintf(os.Stderr, "\r\033[Kindexing %-6s %s %d/%d", p.Phase, bar(done, total, 24), done, total)
+	})
+	fmt.Fprintln(os.Stderr)
 	if err != nil {
 		return err
 	}
-	ws, err := m.Warm(ctx, prefix)
-	if err != nil {
+	fmt.Fprintf(os.Stderr, "indexed %d files into %d chunks in %.1fs\n", sum.Files, sum.Chunks, time.Since(start).Seconds())
+	start = time.Now()
+	if err := a.WaitWarm(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "warmed the %d-token system prefix in %.0f ms\n\n", ws.PromptTokens, ws.PrefillMs)
-	st, err := m.Generate(ctx, engine.GenerateRequest{MaxTokens: 48, Messages: []engine.Message{
-		{Role: "system", Content: system}, {Role: "user", Content: "What does the library say about river energy?"}}},
-		func(p string) error { fmt.Print(p); return nil })
+	fmt.Fprintf(os.Stderr, "chat model loaded and system prefix warmed in %.1fs\n\nQ: %s\nA: ", time.Since(start).Seconds(), *question)
+	var sources []app.Source
+	tr, err := a.Ask(ctx, app.AskRequest{Question: *question, Workspace: "demo"}, func(event string, data any) error {
+		switch event {
+		case "token":
+			fmt.Print(data.(map[string]string)["text"])
+		case "sources":
+			sources = data.([]app.Source)
+		}
+		return nil
+	})
 	fmt.Println()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nprompt %d tokens (%d cached, %d evaluated) · tokenize %.1f ms · prefill %.1f ms · first token %.1f ms · TTFT %.1f ms · decode %.1f tok/s\n",
-		st.PromptTokens, st.CachedTokens, st.EvalTokens, st.TokenizeMs, st.PrefillMs, st.FirstDecodeMs, st.ClientTTFT, st.DecodeTokS)
+	fmt.Println("\nSources:")
+	for _, s := range sources {
+		fmt.Printf("  [%d] %s\n", s.N, s.Document)
+	}
+	printTrace(tr)
+	fmt.Printf("\nData in %s. Try: bin/lore serve --data %s --model %s --embed-model %s\n",
+		*dir, filepath.Join(*dir, "data"), chat, embed)
 	return nil
 }

@@ -20,12 +20,12 @@ type Options struct {
 	// Embedding makes a mean-pooled embedding model (<arch>.pooling_type=1).
 	// Such files use the qwen2 architecture, which has llama's tensors:
 	// llama.cpp ignores pooling_type for the llama architecture.
-	Embedding  bool
+	Embedding bool
 	// Reranker makes a rank-pooled model (<arch>.pooling_type=4), qwen2 like
 	// Embedding. With no classification head llama.cpp scores a pair by the
 	// first hidden value of its first token: meaningless, but the real
 	// rerank path end to end.
-	Reranker bool
+	Reranker   bool
 	Seed       int64 // weights are a pure function of the seed
 	Vocab      int   // tokens in the vocabulary; 0 means the shape's default
 	NoTemplate bool  // omit tokenizer.chat_template

@@ -47,6 +47,7 @@ type vecState struct {
 	v        indexView
 	inflight chan struct{} // closed when the running background refresh ends
 	lastErr  error
+	failedAt time.Time // of the last failed refresh
 }
 
 // indexView is what searches use; swapped whole under vecState.mu.
@@ -75,9 +76,20 @@ func (st *vecState) err() error {
 	return st.lastErr
 }
 
-func (st *vecState) setErr(err error) {
-	st.mu.Lock()
+func (st *vecState) setErrLocked(err error) {
 	st.lastErr = err
+	if err != nil {
+		st.failedAt = time.Now()
+	}
+}
+
+// refreshed records how a refresh ended.
+func (r *Retriever) refreshed(st *vecState, err error) {
+	if err != nil {
+		r.failures.Add(1)
+	}
+	st.mu.Lock()
+	st.setErrLocked(err)
 	st.mu.Unlock()
 }
 
@@ -97,7 +109,7 @@ func (r *Retriever) state(ws int64, model string) *vecState {
 // lags gen is returned (stale) while a refresh runs behind it: ids it still
 // holds for deleted chunks are dropped when their text is fetched. With no
 // index yet, it waits up to Config.IndexWait for one.
-func (r *Retriever) current(ctx context.Context, ws int64, st *vecState, gen int64) (indexView, bool, error) {
+func (r *Retriever) current(ctx context.Context, st *vecState, gen int64) (indexView, bool, error) {
 	v := st.view()
 	if v.ready && v.gen >= gen {
 		return v, false, nil
@@ -131,8 +143,16 @@ func (r *Retriever) current(ctx context.Context, ws int64, st *vecState, gen int
 	return v, v.gen < gen, nil
 }
 
-// kick starts a background refresh of st unless one is running, and returns
-// a channel closed when it ends (nil once the Retriever is closed).
+// refreshRetry spaces out background refreshes after one failed, so that a
+// persistent fault (a corrupt row, say) does not cost a full read of the
+// vectors on every search. Refresh itself always tries.
+const refreshRetry = 30 * time.Second
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// kick starts a background refresh of st unless one is running or one
+// failed lately, and returns a channel closed when it ends (nil once the
+// Retriever is closed).
 func (r *Retriever) kick(st *vecState) <-chan struct{} {
 	r.mu.Lock()
 	if r.closed {
@@ -148,18 +168,36 @@ func (r *Retriever) kick(st *vecState) <-chan struct{} {
 		r.wg.Done()
 		return ch
 	}
+	if st.lastErr != nil && time.Since(st.failedAt) < refreshRetry {
+		st.mu.Unlock()
+		r.wg.Done()
+		return closedChan
+	}
 	ch := make(chan struct{})
 	st.inflight = ch
 	st.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
 		err := r.refresh(r.bg, st, false)
+		if err != nil {
+			r.failures.Add(1)
+		}
 		st.mu.Lock()
-		st.inflight, st.lastErr = nil, err
+		st.inflight = nil
+		st.setErrLocked(err)
 		st.mu.Unlock()
 		close(ch)
 	}()
 	return ch
+}
+
+// Preload starts loading (or building) the vector index of workspace ws in
+// the background, so that the first search need not wait for it. Without
+// an embedder it does nothing.
+func (r *Retriever) Preload(ws int64) {
+	if r.emb != nil {
+		r.kick(r.state(ws, r.emb.ID()))
+	}
 }
 
 // Refresh brings the vector index of workspace ws up to date with the store
@@ -172,7 +210,7 @@ func (r *Retriever) Refresh(ctx context.Context, ws int64) error {
 	}
 	st := r.state(ws, r.emb.ID())
 	err := r.refresh(ctx, st, true)
-	st.setErr(err)
+	r.refreshed(st, err)
 	if err != nil {
 		return fmt.Errorf("retrieve: refresh vector index of workspace %d: %w", ws, err)
 	}
@@ -478,7 +516,9 @@ func (r *Retriever) persist(ctx context.Context, st *vecState, idx *vector.Auto,
 		}
 		rec.Checksum, rec.IDsChecksum, rec.Count = sum, idsSum, idx.Len()
 	}
-	if err := r.db.PutSetting(ctx, settingKey(st.ws, st.model), rec); err != nil {
+	// Once the files are written, recording them is one small write that
+	// Close's cancellation should not waste (the next start would rebuild).
+	if err := r.db.PutSetting(context.WithoutCancel(ctx), settingKey(st.ws, st.model), rec); err != nil {
 		return fmt.Errorf("persist: %w", err)
 	}
 	st.rec, st.dirty = &rec, 0

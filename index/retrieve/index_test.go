@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"lore/index/vector"
+	"lore/store"
 )
 
 // indexKinds runs a test on an exact index and, through a tiny crossover,
@@ -195,7 +196,11 @@ func TestDamagedIndexRebuilt(t *testing.T) {
 					t.Errorf("rebuilt index: mode %s, %v", res.Mode, rels(res))
 				}
 				sameIndex(t, emb, r1, r2, f.ws)
-				// The rebuild was written back: the next process loads it.
+				// The rebuild was written back (once the background refresh
+				// is done, which Refresh waits for): the next process loads it.
+				if err := r2.Refresh(f.ctx, f.ws); err != nil {
+					t.Fatal(err)
+				}
 				r3 := f.retriever(emb, kind.cfg)
 				if err := r3.Refresh(f.ctx, f.ws); err != nil {
 					t.Fatal(err)
@@ -406,4 +411,53 @@ func TestFileBase(t *testing.T) {
 			t.Errorf("fileBase(%q) = %q is not a plain name", tc.a, fa)
 		}
 	}
+}
+
+func TestBadVectorsDegrade(t *testing.T) {
+	f := newFixture(t)
+	f.seedCars()
+	emb := &conceptEmbedder{}
+	f.embed(emb)
+	// A vector of another length under the same model id: the index cannot
+	// be built, searches fall back to BM25 and do not retry on every call.
+	odd := f.put("odd.md", "Odd passage about automobile parts.")
+	if err := f.db.PutEmbeddings(f.ctx, emb.ID(), []store.Embedding{{ChunkID: f.chunkIDs(odd)[0], Vec: []float32{1, 0, 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.retriever(emb, Config{})
+	for i := range 3 {
+		res, err := r.Search(f.ctx, f.ws, carQuery, Options{NoCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Mode != ModeBM25 || !strings.Contains(res.Degraded, "dimensional") {
+			t.Fatalf("search %d: mode %s (%q), want bm25 explaining the bad vector", i, res.Mode, res.Degraded)
+		}
+	}
+	if st := r.Stats(); st.IndexFailures != 1 {
+		t.Errorf("%d failed refreshes for three searches, want 1", st.IndexFailures)
+	}
+	if err := r.Refresh(f.ctx, f.ws); err == nil || r.Stats().IndexFailures != 2 {
+		t.Errorf("explicit refresh: %v, failures %d", err, r.Stats().IndexFailures)
+	}
+}
+
+func TestPreload(t *testing.T) {
+	f := newFixture(t)
+	f.seedCars()
+	emb := &conceptEmbedder{}
+	f.embed(emb)
+	r := f.retriever(emb, Config{})
+	r.Preload(f.ws)
+	if err := r.Refresh(f.ctx, f.ws); err != nil { // waits for the preload
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.IndexBuilds != 1 {
+		t.Errorf("stats %+v, want exactly one build", st)
+	}
+	res, err := r.Search(f.ctx, f.ws, carQuery, Options{})
+	if err != nil || res.Mode != ModeHybrid {
+		t.Errorf("after preload: %v %s", err, res.Mode)
+	}
+	New(f.db, "", nil).Preload(f.ws) // no embedder: nothing to do, no panic
 }

@@ -145,13 +145,13 @@ type Retriever struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	loads, builds, updates, compactions atomic.Uint64
-	lastRebuild                         atomic.Pointer[string]
+	loads, builds, updates, compactions, failures atomic.Uint64
+	lastRebuild                                   atomic.Pointer[string]
 }
 
 type resultKey struct {
-	ws                          int64
-	model, query                string
+	ws                         int64
+	model, query               string
 	topK, candidates, efSearch int
 }
 
@@ -209,6 +209,7 @@ type CacheStats struct {
 	IndexBuilds              uint64 // full builds from the store
 	IndexUpdates             uint64 // incremental refreshes that changed the index
 	IndexCompactions         uint64 // HNSW rebuilds to drop tombstones
+	IndexFailures            uint64 // refreshes that ended in an error
 	LastRebuildReason        string // why the last full build happened
 }
 
@@ -219,7 +220,7 @@ func (r *Retriever) Stats() CacheStats {
 		ResultHits: r.results.hits.Load(), ResultMisses: r.results.misses.Load(),
 		EmbedEntries: r.embeds.len(), ResultEntries: r.results.len(),
 		IndexLoads: r.loads.Load(), IndexBuilds: r.builds.Load(),
-		IndexUpdates: r.updates.Load(), IndexCompactions: r.compactions.Load(),
+		IndexUpdates: r.updates.Load(), IndexCompactions: r.compactions.Load(), IndexFailures: r.failures.Load(),
 	}
 	if p := r.lastRebuild.Load(); p != nil {
 		s.LastRebuildReason = *p
@@ -354,9 +355,12 @@ type vecOutcome struct {
 
 func (r *Retriever) vectorSearch(ctx context.Context, t0 time.Time, ws int64, norm string, gen int64, opt Options) (out vecOutcome) {
 	st := r.state(ws, r.emb.ID())
-	if v := st.view(); v.ready && v.gen >= gen && v.idx == nil {
+	switch v := st.view(); {
+	case v.ready && v.gen >= gen && v.idx == nil:
 		out.err = errNoVectors // known empty: skip the embedding
 		return out
+	case !v.ready:
+		r.kick(st) // load (or build) while the query is embedded
 	}
 	s := time.Now()
 	q, hit, err := r.embedQuery(ctx, norm)
@@ -367,7 +371,7 @@ func (r *Retriever) vectorSearch(ctx context.Context, t0 time.Time, ws int64, no
 	}
 	s = time.Now()
 	defer func() { out.search = span(t0, s, time.Now()) }()
-	v, stale, err := r.current(ctx, ws, st, gen)
+	v, stale, err := r.current(ctx, st, gen)
 	if err != nil {
 		out.err = err
 		return out
@@ -388,8 +392,10 @@ func (r *Retriever) vectorSearch(ctx context.Context, t0 time.Time, ws int64, no
 	return out
 }
 
-// embedQuery returns the unit-length embedding of a normalised query,
-// through the cache. Cached vectors are shared and must not be modified.
+// embedQuery returns the unit-length embedding of a normalised query (the
+// model sees that lower-cased form, so a cached vector is exactly what it
+// would return), through the cache. Cached vectors are shared and must not
+// be modified.
 func (r *Retriever) embedQuery(ctx context.Context, norm string) ([]float32, bool, error) {
 	key := r.emb.ID() + "\x00" + norm
 	if v, ok := r.embeds.get(key, nil); ok {

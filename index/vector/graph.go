@@ -197,17 +197,28 @@ func (g *graph) insert(n uint32, s *searcher) {
 	}
 	s.eps = append(s.eps[:0], cur)
 	for l := min(top, lvl); l >= 0; l-- {
-		res := g.searchLayer(q, s.eps, g.efc, l, s, true, false)
+		res := g.searchLayer(q, s.eps, g.efc, l, s, true, false, n)
 		s.cands = drainAsc(res, s.cands)
 		mmax := g.mmax(l)
 		s.sel = g.selectNeighbors(s.cands, g.m, s.sel)
 
 		g.locks[n%nlocks].Lock()
 		own := g.links(n, l)
-		own[0] = uint32(len(s.sel))
+		// Links that parallel inserts already made from n are kept while
+		// there is room.
+		prev := append(s.buf[:0], own[1:1+own[0]]...)
 		for i, it := range s.sel {
 			own[1+i] = it.n
 		}
+		k := len(s.sel)
+		for _, x := range prev {
+			if k < mmax && !slices.Contains(own[1:1+k], x) {
+				own[1+k] = x
+				k++
+			}
+		}
+		own[0] = uint32(k)
+		s.buf = prev
 		g.locks[n%nlocks].Unlock()
 
 		for _, it := range s.sel {
@@ -232,6 +243,10 @@ func (g *graph) connect(e, n uint32, d float32, l, mmax int, s *searcher) {
 	defer mu.Unlock()
 	ls := g.links(e, l)
 	cnt := int(ls[0])
+	// With parallel inserts, n may have found e while e was linking to n.
+	if slices.Contains(ls[1:1+cnt], n) {
+		return
+	}
 	if cnt < mmax {
 		ls[1+cnt] = n
 		ls[0]++
@@ -312,12 +327,20 @@ func (g *graph) greedy(q []float32, cur item, l int, s *searcher, lock bool) ite
 	return cur
 }
 
+// none is a node number that names no node.
+const none = math.MaxUint32
+
 // searchLayer is the beam search of algorithm 2: it returns (in s.res, as a
 // max-heap) the ef nearest nodes to q on layer l reachable from eps. With
 // live set, tombstoned nodes are walked through but not returned, so a
 // search keeps going until it has ef live results or runs out of graph.
-func (g *graph) searchLayer(q []float32, eps []item, ef, l int, s *searcher, lock, live bool) maxHeap {
+// Node self is neither walked nor returned: during parallel inserts another
+// goroutine may already have linked to the node being inserted.
+func (g *graph) searchLayer(q []float32, eps []item, ef, l int, s *searcher, lock, live bool, self uint32) maxHeap {
 	s.reset(len(g.ids))
+	if self != none {
+		s.visit(self)
+	}
 	s.cand = s.cand[:0]
 	s.res = s.res[:0]
 	for _, ep := range eps {
@@ -367,7 +390,7 @@ func (g *graph) search(q []float32, k, ef int, s *searcher) []item {
 		cur = g.greedy(q, cur, l, s, false)
 	}
 	s.eps = append(s.eps[:0], cur)
-	res := g.searchLayer(q, s.eps, max(ef, k), 0, s, false, true)
+	res := g.searchLayer(q, s.eps, max(ef, k), 0, s, false, true, none)
 	out := drainAsc(res, s.cands)
 	s.cands = out
 	return out[:min(k, len(out))]

