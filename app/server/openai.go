@@ -33,7 +33,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(&req); err != nil {
-		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
+		fail(w, fmt.Errorf("%w: %w", errBadRequest, err)) // keeps a MaxBytesError: 413
 		return
 	}
 	question := ""

@@ -62,7 +62,16 @@ func LoadToken(dataDir string) (string, error) {
 		return "", err
 	}
 	t := hex.EncodeToString(b[:])
-	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+	// Write a fresh file and rename it over the old one: os.WriteFile keeps
+	// an existing file's (possibly world-readable) mode.
+	tmp, err := os.CreateTemp(dataDir, ".token-*")
+	if err != nil {
+		return "", fmt.Errorf("save token: %w", err)
+	}
+	_, werr := tmp.WriteString(t + "\n")
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o600), os.Rename(tmp.Name(), path)); err != nil {
+		os.Remove(tmp.Name())
 		return "", fmt.Errorf("save token: %w", err)
 	}
 	return t, nil
@@ -108,7 +117,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		<-ctx.Done()
 		sh, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -117,6 +128,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// Serve returns as soon as Shutdown closes the listener; wait for the
+	// handlers in flight to finish so the caller can close the app safely.
+	<-drained
 	return nil
 }
 
@@ -186,7 +200,7 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 		} else if c, err := r.Cookie("lore_token"); err == nil {
 			got = c.Value
 		}
-		if subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+		if s.token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
 			writeError(w, http.StatusUnauthorized, "missing or wrong token: open the URL that `lore serve` printed")
 			return
 		}
@@ -200,8 +214,12 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // static serves the UI. `/?token=…` sets the cookie and redirects, so the
 // token leaves the address bar and history.
 func (s *Server) static(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/metrics" {
+		writeError(w, http.StatusNotFound, "no such endpoint") // not the UI's index page
+		return
+	}
 	if t := r.URL.Query().Get("token"); t != "" && r.URL.Path == "/" {
-		if subtle.ConstantTimeCompare([]byte(t), []byte(s.token)) != 1 {
+		if s.token == "" || subtle.ConstantTimeCompare([]byte(t), []byte(s.token)) != 1 {
 			writeError(w, http.StatusUnauthorized, "wrong token")
 			return
 		}

@@ -38,8 +38,8 @@ for (const [f, hint] of [[LORE, 'make build'], [join(repo, 'frontend/dist/index.
 }
 
 const ANSWER_TOKENS = 40; // max_tokens for ordinary answers: enough to see streaming, quick on 2 cores
-const LONG_TOKENS = 4096; // for the Stop test: far more than the time the test waits
-const ADDED_FILES = 80; // the folder added through the UI: enough files for the progress bar to move
+const LONG_TOKENS = 2500; // for the Stop test: far more than the test waits for (prompt + this must fit the 4096 context)
+const ADDED_FILES = 300; // the folder added through the UI: enough files for the progress bar to move
 const T_ANSWER = 120_000;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -92,13 +92,13 @@ function hostileDoc(port) {
   return [
     '# Zanzibar ledger memo',
     '',
+    `[exfil]: ${leak('reference-image')}`,
+    '',
     `The zanzibar ledger lists quarterly figures. <script>window.__pwned='script';alert('script')</script>`,
     `<img src=x onerror="window.__pwned='img';alert('img')"> <svg onload="window.__pwned='svg'"></svg>`,
     `![chart](${leak('inline-image')}) ![logo][exfil] <img src="${leak('html-image')}">`,
     `[Open the ledger](javascript:window.__pwned='link') <a href="javascript:window.__pwned='a'">ledger</a> [mirror](${leak('link')})`,
     `<iframe src="javascript:parent.__pwned='iframe'"></iframe> <div style="background:url(${leak('css')})">x</div>`,
-    '',
-    `[exfil]: ${leak('reference-image')}`,
     '',
   ].join('\n');
 }
@@ -263,7 +263,7 @@ async function assertInert(page, canary, { dialogs, problems }) {
     imgs: [...document.images].map((i) => i.src),
     frames: document.querySelectorAll('iframe, frame, object, embed').length,
     scripts: [...document.scripts].map((s) => s.src || `inline:${s.textContent.slice(0, 40)}`),
-    handlers: document.querySelectorAll('[onerror], [onload], [onclick], [onmouseover], [style]').length,
+    handlers: [...document.querySelectorAll('[onerror], [onload], [onclick], [onmouseover], [style]')].map((e) => e.outerHTML.slice(0, 120)),
     hrefs: [...document.querySelectorAll('[href], [src], [action], [formaction]')]
       .map((e) => e.getAttribute('href') ?? e.getAttribute('src') ?? e.getAttribute('action') ?? e.getAttribute('formaction'))
       .filter((u) => u && !u.startsWith('#') && !u.startsWith('./') && !u.startsWith('/') && !u.startsWith(location.origin) && !u.startsWith('data:')),
@@ -274,7 +274,7 @@ async function assertInert(page, canary, { dialogs, problems }) {
   assert.deepEqual(state.imgs, [], 'an image element reached the page');
   assert.equal(state.frames, 0, 'a frame/object reached the page');
   assert.ok(state.scripts.every((s) => s.startsWith(new URL(page.url()).origin)), `foreign script: ${state.scripts}`);
-  assert.equal(state.handlers, 0, 'an element with an inline handler or style reached the page');
+  assert.deepEqual(state.handlers, [], 'an element with an inline handler or style reached the page');
   assert.deepEqual(state.hrefs, [], 'a foreign or javascript: URL reached the page');
   assert.deepEqual(state.csp, [], 'CSP violations (something tried to load or run)');
   assert.deepEqual(problems, [], 'console/page errors');

@@ -64,6 +64,9 @@ func AutoFrom(idx Index, opt Options) (*Auto, error) {
 	return &Auto{dim: dim, opt: opt, idx: idx}, nil
 }
 
+// Dim reports the vector length.
+func (a *Auto) Dim() int { return a.dim }
+
 // Inner returns the index currently answering searches.
 func (a *Auto) Inner() Index {
 	a.mu.RLock()

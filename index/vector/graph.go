@@ -15,8 +15,9 @@ import (
 const nlocks = 1024
 
 // batchChunk is how many nodes a bulk insert links between cancellation
-// checks (and, in HNSW.AddBatch, between releases of the write lock).
-const batchChunk = 1024
+// checks and, in HNSW.AddBatch, between releases of the write lock: about
+// 0.1 s of searches held up on 2 cores.
+const batchChunk = 256
 
 // graph is the HNSW graph proper (Malkov & Yashunin, arXiv:1603.09320).
 // Its methods do no locking of their own beyond the striped node locks that
