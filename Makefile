@@ -15,7 +15,7 @@ WAILS    := $(CURDIR)/.build/wails
 ARTIFACTS := $(CURDIR)/test-artifacts
 
 APT_PKGS := build-essential pkg-config git nlohmann-json3-dev libstb-dev poppler-utils \
-            chromium xvfb x11-apps x11-utils imagemagick libgtk-3-dev libwebkit2gtk-4.1-dev
+            chromium xvfb x11-apps x11-utils xdotool imagemagick libgtk-3-dev libwebkit2gtk-4.1-dev
 
 OLLAMA_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 MALGO_DIR  = $(shell $(GO) list -m -f '{{.Dir}}' github.com/gen2brain/malgo)
@@ -44,7 +44,7 @@ $(INC)/miniaudio/miniaudio.h:
 	mkdir -p $(dir $@)
 	cp $(MALGO_DIR)/miniaudio.h $@
 
-build: headers
+build: headers ui
 	$(CGO_ENV) $(GO) build -tags '$(TAGS)' -o $(BIN)/lore ./cmd/lore
 
 demo: setup build
@@ -73,7 +73,7 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 app: headers ui
 	$(CGO_ENV) $(GO) build -tags '$(APP_TAGS)' -ldflags '-s -w' -o $(APP) .
 
-# The pinned Wails CLI (tools/go.mod), for `wails dev` and macOS/Windows packaging.
+# The pinned Wails CLI (tools/go.mod): `wails build` for macOS/Windows packaging (see the README).
 $(WAILS): tools/go.mod tools/go.sum
 	$(GO) -C tools build -o $(WAILS) github.com/wailsapp/wails/v2/cmd/wails
 
@@ -85,9 +85,10 @@ test-web: ui
 test-e2e: ui build
 	cd frontend && LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_E2E_SCREENSHOTS=$(ARTIFACTS)/e2e node e2e/real.mjs
 
-# The desktop binary under Xvfb: window up, still running, screenshot not blank.
-test-app: app
-	cd frontend && LORE_E2E_SCREENSHOTS=$(ARTIFACTS)/app node e2e/desktop-app.mjs $(CURDIR)/$(APP)
+# The desktop binary under Xvfb: window up, still running, screenshot not blank, a question typed into it
+# answered through the bindings (checked with bin/lore traces).
+test-app: app build
+	cd frontend && LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_E2E_SCREENSHOTS=$(ARTIFACTS)/app node e2e/desktop-app.mjs $(CURDIR)/$(APP)
 
 clean:
 	rm -rf $(BIN) .build

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"io/fs"
 	"os"
@@ -30,6 +31,11 @@ import (
 	"lore/frontend"
 	"lore/index/parse"
 )
+
+// icon is the window and About icon (also what `wails build` packages for macOS and Windows).
+//
+//go:embed build/appicon.png
+var icon []byte
 
 func main() {
 	if len(os.Args) > 1 {
@@ -83,13 +89,14 @@ func run() error {
 		EnableDefaultContextMenu: false,
 		Linux: &linux.Options{
 			ProgramName: "lore",
+			Icon:        icon,
 			// Software rendering: the UI is light, and GPU compositing in
 			// WebKitGTK blanks the window on some drivers and under Xvfb
 			// (wailsapp/wails#2977).
 			WebviewGpuPolicy: linux.WebviewGpuPolicyNever,
 		},
 		Mac: &mac.Options{
-			About: &mac.AboutInfo{Title: "Lore", Message: "A local knowledge assistant: answers from your own documents, on this machine."},
+			About: &mac.AboutInfo{Title: "Lore", Message: "A local knowledge assistant: answers from your own documents, on this machine.", Icon: icon},
 		},
 		Windows: &windows.Options{},
 	})

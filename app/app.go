@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -86,6 +87,10 @@ type App struct {
 	rerankMs float64       // measured rerank cost per candidate (EWMA)
 
 	idx *indexer
+
+	inflight  map[string]bool       // request ids being answered
+	pendingUI map[string][2]float64 // UI timings reported before their trace was stored
+	modelErrs map[string]string     // saved models that could not be opened, by role
 }
 
 // DefaultDataDir is $LORE_DATA, else the OS's per-user data folder.
@@ -129,7 +134,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, db: db, queue: engine.NewQueue(cfg.QueueCapacity), warmed: make(chan struct{})}
+	a := &App{cfg: cfg, db: db, queue: engine.NewQueue(cfg.QueueCapacity), warmed: make(chan struct{}),
+		inflight: map[string]bool{}, pendingUI: map[string][2]float64{}, modelErrs: map[string]string{}}
 	if a.settings, err = loadSettings(ctx, db); err != nil {
 		db.Close()
 		return nil, err
@@ -178,42 +184,43 @@ func (a *App) Close() error {
 	return a.db.Close()
 }
 
-// openModels opens the models named in the settings; a missing model is
-// not an error: the pipeline degrades.
+// openModels opens the models named in the settings. A model given for
+// this run (a CLI flag) must open; a saved one that no longer does is
+// skipped and reported, so the app still starts and the pipeline degrades.
 func (a *App) openModels() error {
-	open := func(path string) (*engine.Model, error) {
-		if path == "" {
-			return nil, nil
+	for _, role := range []struct {
+		name     string
+		path     string
+		explicit bool
+		set      func(*engine.Model)
+	}{
+		{"chat", a.settings.ChatModel, a.cfg.ChatModel != "", func(m *engine.Model) { a.chat = m }},
+		{"embedding", a.settings.EmbedModel, a.cfg.EmbedModel != "", func(m *engine.Model) { a.embed = m }},
+		{"rerank", a.settings.RerankModel, a.cfg.RerankModel != "", func(m *engine.Model) { a.rerank = m }},
+	} {
+		if role.path == "" {
+			continue
 		}
-		m, err := engine.Open(engine.Options{Path: path, Threads: a.settings.Threads, GPULayers: a.settings.GPULayers,
+		m, err := engine.Open(engine.Options{Path: role.path, Threads: a.settings.Threads, GPULayers: a.settings.GPULayers,
 			RunnerCmd: a.cfg.RunnerCmd, RunnerEnv: a.cfg.RunnerEnv})
 		if err != nil {
-			return nil, err
+			if role.explicit {
+				return fmt.Errorf("%s model: %w", role.name, err)
+			}
+			a.modelErrs[role.name] = err.Error()
+			fmt.Fprintf(os.Stderr, "lore: %s model skipped: %v\n", role.name, err)
+			continue
 		}
-		return m, nil
-	}
-	chat, err := open(a.settings.ChatModel)
-	if err != nil {
-		return fmt.Errorf("chat model: %w", err)
-	}
-	emb, err := open(a.settings.EmbedModel)
-	if err != nil {
-		return fmt.Errorf("embedding model: %w", err)
-	}
-	rr, err := open(a.settings.RerankModel)
-	if err != nil {
-		return fmt.Errorf("rerank model: %w", err)
-	}
-	if chat != nil {
-		a.chat = chat
-	}
-	if emb != nil {
-		a.embed = emb
-	}
-	if rr != nil {
-		a.rerank = rr
+		role.set(m)
 	}
 	return nil
+}
+
+// ModelErrors lists saved models that could not be opened, by role.
+func (a *App) ModelErrors() map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.modelErrs)
 }
 
 func (a *App) embedder() retrieve.Embedder {

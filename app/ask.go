@@ -94,6 +94,15 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 		return nil, err
 	}
 	t.WorkspaceID = ws.ID
+	a.mu.Lock()
+	a.inflight[t.RequestID] = true
+	a.mu.Unlock()
+	defer func() { // finish clears it; this covers early returns
+		a.mu.Lock()
+		delete(a.inflight, t.RequestID)
+		delete(a.pendingUI, t.RequestID)
+		a.mu.Unlock()
+	}()
 	history, err := a.openChat(ctx, t, req.ChatID, q)
 	if err != nil {
 		return nil, err
@@ -249,7 +258,9 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 		}
 	}
 	a.finish(context.WithoutCancel(ctx), t, answer.String())
-	emit("done", t)
+	if genErr == nil || t.StopReason == "cancel" {
+		emit("done", t)
+	}
 	return t, genErr
 }
 
@@ -292,6 +303,9 @@ func (a *App) openChat(ctx context.Context, t *Trace, chatID int64, q string) ([
 		}
 		chatID = c.ID
 	}
+	if !a.chatIn(ctx, chatID, t.WorkspaceID) {
+		return nil, fmt.Errorf("chat %d: %w in this workspace", chatID, ErrNotFound)
+	}
 	msgs, err := a.db.Messages(ctx, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("chat %d: %w", chatID, err)
@@ -315,6 +329,14 @@ func (a *App) finish(ctx context.Context, t *Trace, answer string) {
 			content += " [stopped]"
 		}
 		a.db.AppendMessage(ctx, store.Message{ChatID: t.ChatID, Role: "assistant", Content: content, RequestID: t.RequestID})
+	}
+	a.mu.Lock()
+	ui, ok := a.pendingUI[t.RequestID]
+	delete(a.pendingUI, t.RequestID)
+	delete(a.inflight, t.RequestID)
+	a.mu.Unlock()
+	if ok {
+		setUI(t, ui[0], ui[1])
 	}
 	a.saveTrace(ctx, t)
 	if a.cfg.OnTrace != nil {
@@ -361,4 +383,18 @@ func (a *App) noteRerank(d time.Duration, k int) {
 	} else {
 		a.rerankMs = 0.7*a.rerankMs + 0.3*per
 	}
+}
+
+// chatIn reports whether chat id belongs to workspace ws.
+func (a *App) chatIn(ctx context.Context, id, ws int64) bool {
+	chats, err := a.db.Chats(ctx, ws)
+	if err != nil {
+		return false
+	}
+	for _, c := range chats {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
 }

@@ -102,7 +102,13 @@ func (a *App) Index(ctx context.Context, workspace string, folders []string, fn 
 		delete(x.running, ws.ID)
 		x.mu.Unlock()
 	}()
+	var files int // the parse phase's total, carried into the embed phase's events
 	sum, err := x.ix.Run(ctx, ws.Name, folders, ingest.Options{Progress: func(p ingest.Progress) {
+		if p.Phase == ingest.PhaseParse {
+			files = p.FilesTotal
+		} else if p.Phase == ingest.PhaseEmbed && p.FilesTotal == 0 {
+			p.FilesDone, p.FilesTotal = files, files
+		}
 		if fn != nil {
 			fn(p)
 		}

@@ -83,6 +83,7 @@ type DocumentInfo struct {
 	Rel    string `json:"rel"`
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
+	Chunks int    `json:"chunks"`
 }
 
 // Documents lists a workspace's documents with their status and errors.
@@ -95,6 +96,10 @@ func (a *App) Documents(ctx context.Context, workspace string) ([]DocumentInfo, 
 	if err != nil {
 		return nil, err
 	}
+	counts, err := a.db.ChunkCounts(ctx, ws.ID)
+	if err != nil {
+		return nil, err
+	}
 	out := []DocumentInfo{}
 	for _, f := range folders {
 		docs, err := a.db.DocumentsByFolder(ctx, f.ID)
@@ -102,7 +107,7 @@ func (a *App) Documents(ctx context.Context, workspace string) ([]DocumentInfo, 
 			return nil, err
 		}
 		for _, d := range docs {
-			out = append(out, DocumentInfo{ID: d.ID, Path: d.Path, Rel: d.Rel, Status: string(d.Status), Error: d.Error})
+			out = append(out, DocumentInfo{ID: d.ID, Path: d.Path, Rel: d.Rel, Status: string(d.Status), Error: d.Error, Chunks: counts[d.ID]})
 		}
 	}
 	return out, nil
@@ -188,15 +193,28 @@ func (a *App) ReportUI(ctx context.Context, id string, uiTTFT, paint float64) er
 	if uiTTFT <= 0 || uiTTFT > 3.6e6 || paint < 0 || paint > uiTTFT || math.IsNaN(uiTTFT+paint) {
 		return fmt.Errorf("%w: ui_ttft_ms must be in (0, 1h] and paint_ms in [0, ui_ttft_ms]", ErrInvalid)
 	}
+	// The UI reports as soon as it paints the first token, usually before
+	// the answer (and so its trace) is finished: keep it until then.
+	a.mu.Lock()
+	if a.inflight[id] {
+		a.pendingUI[id] = [2]float64{uiTTFT, paint}
+		a.mu.Unlock()
+		return nil
+	}
+	a.mu.Unlock()
 	t, err := a.Trace(ctx, id)
 	if err != nil {
 		return err
 	}
+	setUI(t, uiTTFT, paint)
+	return a.saveTrace(ctx, t)
+}
+
+func setUI(t *Trace, uiTTFT, paint float64) {
 	t.Stages[StageUITTFT] = round(uiTTFT)
 	t.Stages[StagePaint] = round(paint)
 	t.StageStarts[StageUITTFT] = 0
 	t.StageStarts[StagePaint] = round(uiTTFT - paint)
-	return a.saveTrace(ctx, t)
 }
 
 // TraceStats is the percentile view the latency panel shows.

@@ -64,6 +64,9 @@ func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 	if s.EfSearch < 0 || s.EfSearch > 4096 || s.Threads < 0 || s.Threads > 256 || s.GPULayers < 0 || s.MaxTokens < 0 {
 		return fmt.Errorf("ef_search, threads, gpu_layers and max_tokens must be non-negative and sane")
 	}
+	if err := a.checkModels(ctx, s); err != nil {
+		return err
+	}
 	if err := a.db.PutSetting(ctx, settingsKey, s); err != nil {
 		return err
 	}
@@ -83,4 +86,27 @@ func (a *App) contextBudget(s Settings) int {
 		return 768
 	}
 	return min(max(int(speed), 256), 1536) // about one second of prefill
+}
+
+// checkModels accepts only model files Lore found on the machine (or the
+// ones already configured), so settings cannot point the engine at an
+// arbitrary file.
+func (a *App) checkModels(ctx context.Context, s Settings) error {
+	cur := a.Settings()
+	found, err := a.Models(ctx)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{"": true, cur.ChatModel: true, cur.EmbedModel: true, cur.RerankModel: true}
+	for _, m := range found {
+		if m.Error == "" {
+			known[m.Path] = true
+		}
+	}
+	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel} {
+		if !known[p] {
+			return fmt.Errorf("%w: %s is not among the models found on this machine (see the Models view)", ErrInvalid, p)
+		}
+	}
+	return nil
 }

@@ -117,8 +117,10 @@ func (p *process) call(ctx context.Context, req Request, fn func(Reply) error) e
 		if r.Error != "" {
 			return true, firstErr(ctxErr, fnErr, errors.New(r.Error))
 		}
-		if fnErr == nil && ctxErr == nil {
-			if fnErr = fn(r); fnErr != nil {
+		// After a cancel only the closing reply (with its stats) is delivered.
+		if (fnErr == nil && ctxErr == nil) || (r.Done && r.Piece == "") {
+			if err := fn(r); err != nil && fnErr == nil && ctxErr == nil {
+				fnErr = err
 				p.send(Request{Op: "cancel", ID: req.ID})
 			}
 		}

@@ -333,3 +333,23 @@ func (db *DB) Counts(ctx context.Context, ws int64, model string) (Counts, error
 	}
 	return c, nil
 }
+
+// ChunkCounts returns the number of chunks of each of the workspace's documents.
+func (db *DB) ChunkCounts(ctx context.Context, ws int64) (map[int64]int, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT c.document_id, count(*) FROM chunks c
+		JOIN documents d ON d.id = c.document_id WHERE d.workspace_id = ? GROUP BY c.document_id`, ws)
+	if err != nil {
+		return nil, fmt.Errorf("store: chunk counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("store: chunk counts: %w", err)
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}

@@ -14,6 +14,7 @@ var migrations = []migration{
 	execAll(schemaV1...), // 1: index
 	execAll(schemaV2...), // 2: traces
 	execAll(schemaV3...), // 3: chats
+	execAll(schemaV4...), // 4: FTS term statistics
 }
 
 func execAll(stmts ...string) migration {
@@ -193,4 +194,11 @@ var schemaV3 = []string{
 		request_id TEXT NOT NULL DEFAULT ''
 	)`,
 	`CREATE INDEX chat_messages_chat ON chat_messages(chat_id, id)`,
+}
+
+// schemaV4 exposes the FTS index's per-term document counts, which SearchBM25 uses to
+// leave out words found in most chunks. An fts5vocab table stores nothing itself; it
+// reads chunks_fts's index, and read-only connections cannot create it.
+var schemaV4 = []string{
+	`CREATE VIRTUAL TABLE chunks_fts_vocab USING fts5vocab(chunks_fts, row)`,
 }

@@ -29,7 +29,7 @@ var traceStages = []string{"queue_ms", "embed_ms", "vector_ms", "bm25_ms", "retr
 // OpenAI-compatible endpoint on one app.
 func TestAsk(t *testing.T) {
 	e := newEnv(t, app.Config{}, server.Options{})
-	const maxTokens = 400
+	const maxTokens = 48 // the tiny model decodes until the limit
 	e.setMaxTokens(t, maxTokens)
 
 	t.Run("stream", func(t *testing.T) {
@@ -43,7 +43,7 @@ func TestAsk(t *testing.T) {
 		checkOrder(t, res)
 		tr := res.done
 		checkTrace(t, tr)
-		if tr.DecodeTokens < 100 {
+		if tr.DecodeTokens < 20 {
 			t.Fatalf("only %d tokens decoded (stop %q): too few to tell streaming from buffering", tr.DecodeTokens, tr.StopReason)
 		}
 		// Flushed at once: the first token reached the client while the
@@ -63,7 +63,7 @@ func TestAsk(t *testing.T) {
 		if clientTTFT < tr.Stages["ttft_ms"]-1 {
 			t.Errorf("client TTFT %.1f ms below the server's %.1f ms", clientTTFT, tr.Stages["ttft_ms"])
 		}
-		if clientTTFT > tr.Stages["ttft_ms"]+250 {
+		if clientTTFT > tr.Stages["ttft_ms"]+1000 { // generous: two shared, busy cores
 			t.Errorf("client TTFT %.1f ms is far above the server's ttft %.1f ms: the first token was held back", clientTTFT, tr.Stages["ttft_ms"])
 		}
 		t.Logf("client TTFT %.1f ms, server ttft %.1f ms, llm_ttft %.1f ms, decode %.1f ms for %d tokens; first token %.1f ms before done",
@@ -432,7 +432,7 @@ func testOpenAI(t *testing.T, e *env) {
 // goroutines and file descriptors are back near where they started.
 func TestBackpressure(t *testing.T) {
 	e := newEnv(t, app.Config{QueueCapacity: 2}, server.Options{})
-	e.setMaxTokens(t, 400)
+	e.setMaxTokens(t, 16)
 	e.mustAsk(t, map[string]any{"question": "warm up the pools"})
 	check := leakCheck(t, e)
 
@@ -474,10 +474,23 @@ func TestBackpressure(t *testing.T) {
 				if o.res.done == nil {
 					t.Errorf("ask %d: accepted but no done event; events: %v", i, names(o.res.events))
 				}
+				var traceAt, admittedAt time.Time
 				for _, ev := range o.res.events {
-					if ev.name == "error" {
+					var st app.StageEvent
+					switch {
+					case ev.name == "error":
 						t.Errorf("ask %d: accepted stream carried an error: %s", i, ev.data)
+					case ev.name == "trace":
+						traceAt = ev.at
+					case ev.name == "stage" && json.Unmarshal(ev.data, &st) == nil && st.Name == "queue" && st.State == "done":
+						admittedAt = ev.at
 					}
+				}
+				// A request that waits in the queue still learns its id
+				// early (the server holds it back only briefly).
+				if o.res.done != nil && o.res.done.Stages["queue_ms"] > 1500 && admittedAt.Sub(traceAt) < 500*time.Millisecond {
+					t.Errorf("ask %d waited %.0f ms in the queue but got its trace event only %v before admission",
+						i, o.res.done.Stages["queue_ms"], admittedAt.Sub(traceAt))
 				}
 			case 429:
 				refused++
@@ -506,7 +519,7 @@ func TestBackpressure(t *testing.T) {
 
 	t.Run("client disconnect cancels generation", func(t *testing.T) {
 		e.setMaxTokens(t, 2000)
-		defer e.setMaxTokens(t, 400)
+		defer e.setMaxTokens(t, 16)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		r := e.req(t, "POST", "/api/ask", map[string]any{"question": "tell me everything about the library"}).WithContext(ctx)
@@ -545,6 +558,7 @@ func TestBackpressure(t *testing.T) {
 		}
 		// The engine is free at once: the next question does not queue
 		// behind the abandoned one.
+		e.setMaxTokens(t, 16)
 		next := e.mustAsk(t, map[string]any{"question": "next question"})
 		if q := next.done.Stages["queue_ms"]; q > 200 {
 			t.Errorf("next question waited %.1f ms in the queue behind the cancelled one", q)
@@ -553,7 +567,7 @@ func TestBackpressure(t *testing.T) {
 
 	t.Run("cancel endpoint", func(t *testing.T) {
 		e.setMaxTokens(t, 2000)
-		defer e.setMaxTokens(t, 400)
+		defer e.setMaxTokens(t, 16)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		r := e.req(t, "POST", "/api/ask", map[string]any{"question": "a long answer please"}).WithContext(ctx)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"lore/app"
@@ -78,13 +79,95 @@ func (s *Server) ask(w http.ResponseWriter, r *http.Request) {
 		delete(s.inflight, req.RequestID)
 		s.mu.Unlock()
 	}()
-	_, err = s.app.Ask(ctx, req, stream.send)
+	held := &admission{stream: stream}
+	_, err = s.app.Ask(ctx, req, held.send)
+	held.close()
 	if err != nil && !stream.started {
 		fail(w, err) // refused before streaming began: a plain status (429, 400…)
 		return
 	}
 	if err != nil && ctx.Err() == nil {
 		stream.send("error", errorBody{err.Error()})
+	}
+}
+
+// admissionHold bounds how long the first events wait for admission.
+const admissionHold = 250 * time.Millisecond
+
+// admission holds an answer's first events (the trace and the queue's
+// start) back until the queue admits the request. The app emits them before
+// asking the queue, and a full queue refuses at once: held back, that
+// refusal can still be a plain 429 with Retry-After instead of an error
+// inside a 200 stream. A request that waits in the queue gets its held
+// events after admissionHold, so the UI can show it queued.
+type admission struct {
+	mu      sync.Mutex
+	stream  *sse
+	held    []heldEvent
+	timer   *time.Timer
+	flushed bool // the held events went out; everything streams now
+	closed  bool // the handler is done with the stream
+}
+
+type heldEvent struct {
+	event string
+	data  any
+}
+
+var errStreamClosed = errors.New("stream closed")
+
+func (h *admission) send(event string, data any) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return errStreamClosed
+	}
+	if !h.flushed {
+		if st, ok := data.(app.StageEvent); event == "trace" || ok && st.Name == "queue" && st.State == "start" {
+			h.held = append(h.held, heldEvent{event, data})
+			if h.timer == nil {
+				h.timer = time.AfterFunc(admissionHold, h.release)
+			}
+			return nil
+		}
+		if err := h.flushLocked(); err != nil {
+			return err
+		}
+	}
+	return h.stream.send(event, data)
+}
+
+// release sends the held events of a request still waiting in the queue.
+func (h *admission) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.closed && !h.flushed {
+		h.flushLocked()
+	}
+}
+
+func (h *admission) flushLocked() error {
+	h.flushed = true
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	for _, ev := range h.held {
+		if err := h.stream.send(ev.event, ev.data); err != nil {
+			return err
+		}
+	}
+	h.held = nil
+	return nil
+}
+
+// close ends the hold: nothing is written after it, so the handler may use
+// the ResponseWriter again (for an error status when nothing was sent).
+func (h *admission) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	if h.timer != nil {
+		h.timer.Stop()
 	}
 }
 

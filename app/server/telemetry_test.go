@@ -1,7 +1,6 @@
 package server_test
 
 import (
-
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -162,5 +161,3 @@ func TestTelemetry(t *testing.T) {
 		}
 	})
 }
-
-

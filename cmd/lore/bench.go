@@ -14,6 +14,8 @@ func bench(ctx context.Context, args []string) error {
 		return benchEngine(ctx, args[1:])
 	case "retrieval":
 		return benchRetrieval(ctx, args[1:])
+	case "load":
+		return benchLoad(ctx, args[1:])
 	}
 	return fmt.Errorf("bench: unknown benchmark %q (engine)", args[0])
 }

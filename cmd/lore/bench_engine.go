@@ -69,8 +69,8 @@ type engineBench struct {
 	// EngineOverheadRatio is the share of client-observed TTFT spent outside
 	// llama.cpp's decode and sampling calls.
 	EngineOverheadRatio float64 `json:"engine_overhead_ratio"`
-	LoadMs              float64 `json:"load_ms"`
 	Runs                int     `json:"runs"`
+	Batch               int     `json:"batch"`
 }
 
 func benchEngine(ctx context.Context, args []string) error {
@@ -81,6 +81,7 @@ func benchEngine(ctx context.Context, args []string) error {
 	flash := fs.String("flash-attention", "on", "flash attention: on, off or auto")
 	lengths := fs.String("lengths", "64,256,1024", "prompt lengths for prefill speed")
 	runs := fs.Int("runs", 3, "runs per measurement (the median is reported)")
+	batch := fs.Int("batch", 512, "tokens per decode call")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func benchEngine(ctx context.Context, args []string) error {
 	}
 	maxLen := max(slicesMax(lens), 1000) + 64
 	m, err := engine.Open(engine.Options{Path: *model, Threads: *threads, FlashAttention: *flash,
-		NumCtx: maxLen + 256, Batch: 512})
+		NumCtx: maxLen + 256, Batch: *batch})
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func benchEngine(ctx context.Context, args []string) error {
 		return err
 	}
 	res := engineBench{Model: *model, Threads: m.Info().Threads, FlashAttention: *flash,
-		PrefillTokS: map[string]float64{}, Runs: *runs}
+		PrefillTokS: map[string]float64{}, Runs: *runs, Batch: *batch}
 	progress := func(format string, a ...any) {
 		if !*asJSON {
 			fmt.Fprintf(os.Stderr, format+"\n", a...)

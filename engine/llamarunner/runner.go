@@ -178,9 +178,8 @@ func (s *server) prefill(req engine.Request, at time.Time, st *engine.Stats) ([]
 	if len(toks) == 0 {
 		return nil, errors.New("empty prompt")
 	}
-	if len(toks)+req.MaxTokens > s.p.NumCtx {
-		return nil, fmt.Errorf("prompt of %d tokens plus %d to generate exceeds the context of %d tokens",
-			len(toks), req.MaxTokens, s.p.NumCtx)
+	if len(toks) >= s.p.NumCtx {
+		return nil, fmt.Errorf("prompt of %d tokens does not fit the context of %d tokens", len(toks), s.p.NumCtx)
 	}
 	seq := req.Seq
 	cached := s.cache[seq]
@@ -250,9 +249,9 @@ func (s *server) generate(req engine.Request, at time.Time) error {
 	text := engine.NewTextStream(req.Stop)
 	seq, pos := req.Seq, len(toks)
 	idx := s.batch.NumTokens() - 1
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = s.p.NumCtx - len(toks)
+	maxTokens := s.p.NumCtx - len(toks) // generation stops where the context ends
+	if req.MaxTokens > 0 {
+		maxTokens = min(maxTokens, req.MaxTokens)
 	}
 	var first time.Time
 	emit := func(piece string) {

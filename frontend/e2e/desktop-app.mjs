@@ -3,11 +3,15 @@
 // appeared, or the screenshot is blank (nearly every pixel one colour: the webview never painted the UI,
 // which the page itself builds with JavaScript — index.html has only an empty root).
 //
+// Then, through the real bindings: it types a question into the window (xdotool), and checks with
+// `lore traces` that the answer's trace was stored together with the UI's own TTFT — JS → window.go.main.App.Ask →
+// app.Ask → events back to the page → ReportUI. With no model configured the answer is extractive.
+//
 //   node e2e/desktop-app.mjs [path/to/lore-desktop]      (make test-app)
 //
-// Env: LORE_E2E_SCREENSHOTS (folder for desktop-app.png and the app's log; default ../test-artifacts/app),
-// LORE_APP_SETTLE_MS (wait after the window appears, default 6000). Needs Xvfb, xwininfo (x11-utils) and
-// ImageMagick's `import`.
+// Env: LORE_E2E_SCREENSHOTS (folder for the screenshots and the app's log; default ../test-artifacts/app),
+// LORE_BIN (default ../bin/lore), LORE_APP_SETTLE_MS (wait after the window appears, default 6000).
+// Needs Xvfb, xwininfo (x11-utils), ImageMagick's `import` and xdotool.
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
@@ -18,13 +22,16 @@ import { fileURLToPath } from 'node:url';
 const repo = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const bin = resolve(process.argv[2] ?? join(repo, 'bin/lore-desktop'));
 const out = resolve(process.env.LORE_E2E_SCREENSHOTS ?? join(repo, 'test-artifacts/app'));
+const lore = resolve(process.env.LORE_BIN ?? join(repo, 'bin/lore'));
 const settleMs = Number(process.env.LORE_APP_SETTLE_MS ?? 6000);
 mkdirSync(out, { recursive: true });
 ignoreArtifacts(out);
 
-if (!existsSync(bin)) {
-  console.error(`${bin} is missing: run \`make app\` first`);
-  process.exit(2);
+for (const [f, hint] of [[bin, 'make app'], [lore, 'make build']]) {
+  if (!existsSync(f)) {
+    console.error(`${f} is missing: run \`${hint}\` first`);
+    process.exit(2);
+  }
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -97,6 +104,30 @@ try {
     assert.ok(img.width >= 400 && img.height >= 300, `window is ${img.width}×${img.height}`);
     assert.ok(s.top < 0.97, `blank: ${(s.top * 100).toFixed(1)} % of the pixels are one colour`);
     assert.ok(s.colours >= 16, `blank: only ${s.colours} colours`);
+  });
+
+  const question = 'Which notes mention the harbour timetable?';
+  await step('ask through the Wails bindings: the answer and the UI TTFT are stored', async () => {
+    assert.ok(windowId && !appExit, 'no running window');
+    const geo = execFileSync('xwininfo', ['-display', display, '-id', windowId], { encoding: 'utf8' });
+    const w = Number(geo.match(/Width: (\d+)/)[1]);
+    const h = Number(geo.match(/Height: (\d+)/)[1]);
+    const xdo = (...args) => execFileSync('xdotool', args, { env: { ...process.env, DISPLAY: display } });
+    // The question box spans the bottom of the chat view.
+    xdo('mousemove', '--window', windowId, String(Math.round(w / 2)), String(h - 50), 'click', '1');
+    await sleep(300);
+    xdo('type', '--delay', '25', question);
+    xdo('key', 'Return');
+    let trace;
+    const until = Date.now() + 30_000;
+    while (!trace && Date.now() < until) {
+      await sleep(500);
+      const listed = execFileSync(lore, ['traces', '--data', data, '--json', '--limit', '5'], { encoding: 'utf8' });
+      trace = (JSON.parse(listed).recent ?? []).find((t) => t.question === question && t.stages?.ui_ttft_ms > 0);
+    }
+    execFileSync('import', ['-display', display, '-window', 'root', join(out, 'desktop-app-answer.png')]);
+    assert.ok(trace, 'no stored trace with the UI TTFT for the question typed into the window');
+    console.log(`     trace ${trace.request_id}: route ${trace.route}, TTFT ${trace.stages.ttft_ms} ms, on screen ${trace.stages.ui_ttft_ms} ms`);
   });
 
   await step('the app exits on SIGTERM', async () => {

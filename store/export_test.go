@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// ReadPool exposes the read pool to the external test package (store_test).
+func (db *DB) ReadPool() *sql.DB { return db.r }
+
+// SearchBM25Reference is the straightforward search the optimised SearchBM25 must agree
+// with: every query word ORed, the whole match joined to chunks and documents, then
+// ranked. It is the correctness reference for tests and the "before" of the benchmark.
+func (db *DB) SearchBM25Reference(ctx context.Context, ws int64, query string, limit int) ([]Hit, error) {
+	q := MatchQuery(query)
+	if q == "" {
+		return nil, nil
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT c.id, d.id, d.path, d.rel, d.title, c.ordinal, c.text, c.heading,
+			c.page, c.line_start, c.line_end, bm25(chunks_fts) AS score
+		FROM chunks_fts
+		JOIN chunks c ON c.id = chunks_fts.rowid
+		JOIN documents d ON d.id = c.document_id
+		WHERE chunks_fts MATCH ? AND d.workspace_id = ?
+		ORDER BY score LIMIT ?`, q, ws, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: search: %w", err)
+	}
+	defer rows.Close()
+	var out []Hit
+	for rows.Next() {
+		var h Hit
+		if err := rows.Scan(&h.ChunkID, &h.DocumentID, &h.Path, &h.Rel, &h.Title, &h.Ordinal, &h.Text, &h.Heading,
+			&h.Page, &h.LineStart, &h.LineEnd, &h.Score); err != nil {
+			return nil, err
+		}
+		h.Score = -h.Score
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// Internals for the external test package's measurements.
+var (
+	QueryWords      = queryWords
+	IndexTokens     = indexTokens.tokens
+	MatchExpr       = matchExpr
+	RankFirst       = (*DB).rankFirst
+)
+
+// Plan exposes SearchBM25's plan for a query's words.
+func (db *DB) Plan(ctx context.Context, words []string, limit int) (searched, rare, common []string, bound float64) {
+	p := db.plan(ctx, words, limit)
+	return p.words, p.rare, p.common, p.bound
+}
