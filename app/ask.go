@@ -89,6 +89,28 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 		span.End()
 	}()
 
+	// The id goes out at once, so a client can cancel while queued; a new
+	// chat's id comes with the done event (it is created once admitted).
+	if err := emit("trace", map[string]any{"request_id": t.RequestID, "chat_id": req.ChatID}); err != nil {
+		return nil, err
+	}
+	stage := func(name, state string, ms float64, detail map[string]any) error {
+		return emit("stage", StageEvent{Name: name, State: state, Ms: round(ms), Detail: detail})
+	}
+
+	// Admission: one question at a time reaches the engine; beyond the
+	// queue's capacity the request is refused at once, before it writes
+	// anything.
+	stage("queue", "start", 0, nil)
+	start := time.Now()
+	release, _, err := a.queue.Acquire(engine.WithPriority(ctx, engine.Interactive))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	rec.add(StageQueue, start, time.Now())
+	stage("queue", "done", t.Stages[StageQueue], nil)
+
 	ws, err := a.workspace(ctx, req.Workspace)
 	if err != nil {
 		return nil, err
@@ -107,24 +129,6 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 	if err != nil {
 		return nil, err
 	}
-	if err := emit("trace", map[string]any{"request_id": t.RequestID, "chat_id": t.ChatID}); err != nil {
-		return nil, err
-	}
-	stage := func(name, state string, ms float64, detail map[string]any) error {
-		return emit("stage", StageEvent{Name: name, State: state, Ms: round(ms), Detail: detail})
-	}
-
-	// Admission: one question at a time reaches the engine; beyond the
-	// queue's capacity the request is refused at once.
-	start := time.Now()
-	stage("queue", "start", 0, nil)
-	release, _, err := a.queue.Acquire(engine.WithPriority(ctx, engine.Interactive))
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	rec.add(StageQueue, start, time.Now())
-	stage("queue", "done", t.Stages[StageQueue], nil)
 
 	a.mu.Lock()
 	s, chat, rr := a.settings, a.chat, a.rerank
@@ -207,6 +211,7 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 
 	// Generation (or the extractive answer).
 	var answer strings.Builder
+	var planAt time.Time // when the runner said what it will evaluate
 	first := true
 	send := func(text string) error {
 		if text == "" {
@@ -223,6 +228,10 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 			t.FirstTokenAt = now
 			rec.set(StageFlush, ms(now.Sub(sent)), rec.since(sent))
 			rec.set(StageTTFT, rec.since(now), 0)
+			if !planAt.IsZero() {
+				stage("prefill", "done", ms(sent.Sub(planAt)), nil)
+			}
+			stage("generate", "start", 0, nil)
 		}
 		return nil
 	}
@@ -235,6 +244,7 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 		t.Route = chat.ID()
 		st, err := chat.Generate(ctx, engine.GenerateRequest{Prompt: p.text, MaxTokens: s.MaxTokens,
 			OnPlan: func(plan engine.Stats) {
+				planAt = time.Now()
 				expected := 0.0
 				if sp := a.PrefillSpeed(); sp > 0 {
 					expected = float64(plan.EvalTokens) / sp * 1000
@@ -244,7 +254,7 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 			}}, send)
 		genErr = err
 		a.recordGeneration(rec, genStart, st)
-		stage("prefill", "done", st.PrefillMs, nil)
+		stage("generate", "done", st.DecodeMs, map[string]any{"decode_tokens": st.DecodeTokens, "decode_tok_s": round(st.DecodeTokS)})
 	}
 	end := time.Now()
 	rec.set(StageTotal, rec.since(end), 0)

@@ -81,17 +81,20 @@ func newRecorder(ctx context.Context, tracer trace.Tracer, t *Trace) *recorder {
 // add records a stage that ran from start to end.
 func (r *recorder) add(name string, start, end time.Time) {
 	r.set(name, ms(end.Sub(start)), ms(start.Sub(r.t0)))
-	_, span := r.tracer.Start(r.ctx, trimMs(name), trace.WithTimestamp(start))
-	span.End(trace.WithTimestamp(end))
 }
 
-// set records a stage from numbers measured elsewhere (for example inside
-// the runner), with its start offset.
+// set records a stage of d ms starting offset ms after the request
+// arrived, also when it was measured elsewhere (inside the runner), and
+// exports it as a span.
 func (r *recorder) set(name string, d, offset float64) {
+	offset = max(offset, 0)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.t.Stages[name] = round(d)
-	r.t.StageStarts[name] = round(max(offset, 0))
+	r.t.StageStarts[name] = round(offset)
+	r.mu.Unlock()
+	start := r.t0.Add(time.Duration(offset * float64(time.Millisecond)))
+	_, span := r.tracer.Start(r.ctx, trimMs(name), trace.WithTimestamp(start))
+	span.End(trace.WithTimestamp(start.Add(time.Duration(d * float64(time.Millisecond)))))
 }
 
 // since is the offset of t from the request's receipt, in milliseconds.

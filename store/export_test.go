@@ -6,9 +6,6 @@ import (
 	"fmt"
 )
 
-// ReadPool exposes the read pool to the external test package (store_test).
-func (db *DB) ReadPool() *sql.DB { return db.r }
-
 // SearchBM25Reference is the straightforward search the optimised SearchBM25 must agree
 // with: every query word ORed, the whole match joined to chunks and documents, then
 // ranked. It is the correctness reference for tests and the "before" of the benchmark.
@@ -41,16 +38,30 @@ func (db *DB) SearchBM25Reference(ctx context.Context, ws int64, query string, l
 	return out, rows.Err()
 }
 
-// Internals for the external test package's measurements.
+// Internals for the external test package (store_test), which can import lore/index/retrieve
+// for its synthetic corpus.
 var (
-	QueryWords      = queryWords
-	IndexTokens     = indexTokens.tokens
-	MatchExpr       = matchExpr
-	RankFirst       = (*DB).rankFirst
+	QueryWords = queryWords
+	MatchExpr  = matchExpr
+	RankFirst  = (*DB).rankFirst
 )
 
 // Plan exposes SearchBM25's plan for a query's words.
 func (db *DB) Plan(ctx context.Context, words []string, limit int) (searched, rare, common []string, bound float64) {
 	p := db.plan(ctx, words, limit)
 	return p.words, p.rare, p.common, p.bound
+}
+
+// ReferenceScore is one chunk's score (as Hit.Score) under the straightforward query, and
+// whether that query finds the chunk in workspace ws at all.
+func (db *DB) ReferenceScore(ctx context.Context, ws int64, query string, chunkID int64) (float64, bool, error) {
+	var bm25 float64
+	err := db.r.QueryRowContext(ctx, `SELECT bm25(chunks_fts) FROM chunks_fts
+		JOIN chunks c ON c.id = chunks_fts.rowid
+		JOIN documents d ON d.id = c.document_id
+		WHERE chunks_fts MATCH ? AND chunks_fts.rowid = ? AND d.workspace_id = ?`, MatchQuery(query), chunkID, ws).Scan(&bm25)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	return -bm25, err == nil, err
 }

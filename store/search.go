@@ -159,9 +159,9 @@ func (db *DB) plan(ctx context.Context, words []string, limit int) searchPlan {
 			p.words = append(p.words, words[i])
 		}
 	} else {
-		keep = keep[:0]
-		for i := range words {
-			keep = append(keep, i)
+		keep = make([]int, len(words))
+		for i := range keep {
+			keep[i] = i
 		}
 	}
 
@@ -169,6 +169,9 @@ func (db *DB) plan(ctx context.Context, words []string, limit int) searchPlan {
 	// can likely fill the results above the bound on what the common ones add:
 	// tf*(k1+1)/(tf+...) < k1+1, so a word adds less than idf*(k1+1) to any chunk, and
 	// one occurrence of a word in a chunk of average length adds idf.
+	if len(keep) < 2 {
+		return p
+	}
 	slices.SortStableFunc(keep, func(a, b int) int { return cmp.Compare(count(b), count(a)) })
 	var rareRows int64
 	for _, i := range keep {

@@ -318,6 +318,8 @@ func (e *env) ask(ctx context.Context, t testing.TB, body map[string]any) (askRe
 			res.done = new(app.Trace)
 			if err := json.Unmarshal(ev.data, res.done); err != nil {
 				res.done = nil
+			} else if res.chatID == 0 {
+				res.chatID = res.done.ChatID // a new chat's id comes with done
 			}
 		}
 		return true

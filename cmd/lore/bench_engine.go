@@ -78,7 +78,7 @@ func benchEngine(ctx context.Context, args []string) error {
 	model := fs.String("model", "", "GGUF model `file`")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	threads := fs.Int("threads", 0, "threads (default: physical cores)")
-	flash := fs.String("flash-attention", "on", "flash attention: on, off or auto")
+	flash := fs.String("flash-attention", "off", "flash attention: on, off or auto")
 	lengths := fs.String("lengths", "64,256,1024", "prompt lengths for prefill speed")
 	runs := fs.Int("runs", 3, "runs per measurement (the median is reported)")
 	batch := fs.Int("batch", 512, "tokens per decode call")

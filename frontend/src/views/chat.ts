@@ -424,7 +424,7 @@ export class ChatView {
       {
         onTrace: (t) => {
           turn.requestId = t.request_id;
-          if (typeof t.chat_id === 'number') this.chatId = t.chat_id;
+          if (typeof t.chat_id === 'number' && t.chat_id > 0) this.chatId = t.chat_id;
           report();
         },
         onStage: (s) => turn.onStage(s),
@@ -443,6 +443,7 @@ export class ChatView {
         onDone: (trace) => {
           const merged = measured ? withUIMeasurement(trace, measured.uiTTFTms, measured.paintMs) : trace;
           if (!turn.requestId && trace?.request_id) turn.requestId = trace.request_id;
+          if (typeof trace?.chat_id === 'number' && trace.chat_id > 0) this.chatId = trace.chat_id;
           turn.finish(merged);
           this.ctx.traceFinished(merged);
           this.end();
