@@ -235,8 +235,15 @@ func (a *App) embedder() retrieve.Embedder {
 func (a *App) warm(ctx context.Context) {
 	defer close(a.warmed)
 	a.mu.Lock()
-	chat := a.chat
+	chat, emb, rr := a.chat, a.embed, a.rerank
 	a.mu.Unlock()
+	// Start the embedding and rerank runners too, so the first question's
+	// query embedding does not pay for loading a model.
+	for _, m := range []any{emb, rr} {
+		if s, ok := m.(interface{ Start(context.Context) error }); ok && m != nil {
+			go s.Start(engine.WithPriority(ctx, engine.Background))
+		}
+	}
 	if chat == nil {
 		return
 	}
