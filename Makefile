@@ -18,7 +18,9 @@ APT_PKGS := build-essential pkg-config git nlohmann-json3-dev libstb-dev poppler
             chromium xvfb x11-apps x11-utils xdotool imagemagick libgtk-3-dev libwebkit2gtk-4.1-dev
 
 OLLAMA_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
-MALGO_DIR  = $(shell $(GO) list -m -f '{{.Dir}}' github.com/gen2brain/malgo)
+# miniaudio.h ships in this module; it is fetched by version, not required by go.mod.
+MALGO      := github.com/gen2brain/malgo@v0.11.24
+MALGO_DIR   = $(shell $(GO) mod download -json $(MALGO) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')
 
 # GGML_USE_CPU_REPACK is what llama.cpp's CMake always defines; without it the interleaved
 # Q4_0 kernels go unused (~1.5x prefill). The llama.cpp include paths let engine/ call C
@@ -40,7 +42,6 @@ deps:
 headers: $(INC)/miniaudio/miniaudio.h
 
 $(INC)/miniaudio/miniaudio.h:
-	$(GO) mod download github.com/gen2brain/malgo
 	mkdir -p $(dir $@)
 	cp $(MALGO_DIR)/miniaudio.h $@
 

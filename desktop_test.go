@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"lore/app"
-	"lore/engine/llamarunner"
-	"lore/index/parse"
 	"lore/index/retrieve"
 )
 
@@ -23,15 +21,7 @@ import (
 
 // The test binary doubles as the model runner and the parse worker.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "runner":
-			llamarunner.Main()
-		case "parse-worker":
-			parse.ServeWorker(os.Stdin, os.Stdout)
-			os.Exit(0)
-		}
-	}
+	app.RunChild(os.Args) // the test binary doubles as runner and parse worker
 	os.Exit(m.Run())
 }
 

@@ -27,9 +27,7 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/options/windows"
 
 	"lore/app"
-	"lore/engine/llamarunner"
 	"lore/frontend"
-	"lore/index/parse"
 )
 
 // icon is the window and About icon (also what `wails build` packages for macOS and Windows).
@@ -38,18 +36,7 @@ import (
 var icon []byte
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "runner":
-			llamarunner.Main() // a model runner child process; never returns
-		case "parse-worker":
-			if err := parse.ServeWorker(os.Stdin, os.Stdout); err != nil {
-				fmt.Fprintln(os.Stderr, "parse-worker:", err)
-				os.Exit(1)
-			}
-			return
-		}
-	}
+	app.RunChild(os.Args) // a model runner or parse worker child process: never returns
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "lore-desktop:", err)
 		os.Exit(1)

@@ -9,23 +9,13 @@ import (
 	"testing"
 
 	"lore/app"
-	"lore/engine/llamarunner"
 	"lore/engine/synth"
-	"lore/index/parse"
 	"lore/index/retrieve"
 )
 
 // The test binary doubles as the model runner and the parse worker.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "runner":
-			llamarunner.Main()
-		case "parse-worker":
-			parse.ServeWorker(os.Stdin, os.Stdout)
-			os.Exit(0)
-		}
-	}
+	app.RunChild(os.Args) // the test binary doubles as runner and parse worker
 	os.Exit(m.Run())
 }
 

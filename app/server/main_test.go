@@ -25,24 +25,11 @@ import (
 
 	"lore/app"
 	"lore/app/server"
-	"lore/engine/llamarunner"
 	"lore/engine/synth"
-	"lore/index/parse"
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "runner":
-			llamarunner.Main() // never returns
-		case "parse-worker":
-			if err := parse.ServeWorker(os.Stdin, os.Stdout); err != nil {
-				fmt.Fprintln(os.Stderr, "parse-worker:", err)
-				os.Exit(1)
-			}
-			os.Exit(0)
-		}
-	}
+	app.RunChild(os.Args) // the test binary doubles as runner and parse worker
 	code := m.Run()
 	if fixDir != "" {
 		os.RemoveAll(fixDir)

@@ -12,8 +12,7 @@ import (
 	"sort"
 	"syscall"
 
-	"lore/engine/llamarunner"
-	"lore/index/parse"
+	"lore/app"
 )
 
 type command struct {
@@ -34,19 +33,7 @@ var commands = map[string]command{
 }
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "runner":
-			llamarunner.Main() // a model runner child process; never returns
-		case "parse-worker":
-			// A document parser child process (risky formats run here).
-			if err := parse.ServeWorker(os.Stdin, os.Stdout); err != nil {
-				fmt.Fprintln(os.Stderr, "parse-worker:", err)
-				os.Exit(1)
-			}
-			return
-		}
-	}
+	app.RunChild(os.Args) // a model runner or parse worker child process: never returns
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		return
