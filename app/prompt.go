@@ -1,8 +1,10 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"lore/engine"
@@ -61,8 +63,8 @@ func assemble(ctx context.Context, tmpl *engine.Template, tc tokenCounter, histo
 	}
 	// Stable order: by chunk id, so the same set of passages gives the same
 	// bytes whatever their scores.
-	ordered := append([]retrieve.Passage(nil), fit...)
-	sortByChunk(ordered)
+	ordered := slices.Clone(fit)
+	slices.SortFunc(ordered, func(a, b retrieve.Passage) int { return cmp.Compare(a.ChunkID, b.ChunkID) })
 
 	var b strings.Builder
 	if len(ordered) > 0 {
@@ -107,14 +109,6 @@ func sourceBlock(n int, p retrieve.Passage) string {
 		loc += fmt.Sprintf(" (lines %d–%d)", p.LineStart, p.LineEnd)
 	}
 	return fmt.Sprintf("[%d] %s\n%s\n\n", n, loc, strings.TrimSpace(p.Text))
-}
-
-func sortByChunk(ps []retrieve.Passage) {
-	for i := 1; i < len(ps); i++ {
-		for j := i; j > 0 && ps[j].ChunkID < ps[j-1].ChunkID; j-- {
-			ps[j], ps[j-1] = ps[j-1], ps[j]
-		}
-	}
 }
 
 // truncateWords keeps about n tokens' worth of words (a token is ~0.75 words).

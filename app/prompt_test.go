@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"lore/engine"
+	"lore/index/retrieve"
+)
+
+func TestAssemble(t *testing.T) {
+	tmpl := engine.TemplateFor("<|im_start|>") // ChatML by marker
+	ps := []retrieve.Passage{
+		{ChunkID: 30, Rel: "c.md", Text: "third", Tokens: 100},
+		{ChunkID: 10, Rel: "a.md", Text: "first", Tokens: 100},
+		{ChunkID: 20, Rel: "b.md", Text: "second", Tokens: 400},
+	}
+	tests := []struct {
+		name    string
+		budget  int
+		history []engine.Message
+		want    []int64 // chunk ids in prompt order
+	}{
+		{"all fit, stable order", 1000, nil, []int64{10, 20, 30}},
+		{"budget skips the long one", 250, nil, []int64{10, 30}},
+		{"first passage always fits, truncated", 50, nil, []int64{30}},
+		{"history after passages", 1000, []engine.Message{{Role: "user", Content: "earlier q"}, {Role: "assistant", Content: "earlier a"}}, []int64{10, 20, 30}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := assemble(context.Background(), tmpl, nil, tt.history, "the question", ps, tt.budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, x := range p.passages {
+				got = append(got, x.ChunkID)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("passages %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("passages %v, want %v", got, tt.want)
+				}
+			}
+			prefix, _ := tmpl.Prefix(systemPrompt)
+			if !strings.HasPrefix(p.text, prefix) {
+				t.Error("prompt does not start with the cached system prefix")
+			}
+			if !strings.HasSuffix(p.text, "Question: the question<|im_end|>\n<|im_start|>assistant\n") {
+				t.Errorf("question is not last: %q", p.text[len(p.text)-80:])
+			}
+			if i := strings.Index(p.text, "[1] "); i < 0 || i > strings.Index(p.text, "Question:") {
+				t.Error("sources not numbered before the question")
+			}
+			if len(tt.history) > 0 && strings.Index(p.text, "earlier a") < strings.Index(p.text, "[1] ") {
+				t.Error("history placed before the passages")
+			}
+		})
+	}
+}
