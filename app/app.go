@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			a.retriever.Preload(w.ID) // load vector graphs in the background
 		}
 	}
-	go a.warm(context.WithoutCancel(ctx))
+	go a.warm(context.WithoutCancel(ctx), a.warmed)
 	return a, nil
 }
 
@@ -173,9 +173,9 @@ func (a *App) DataDir() string { return a.cfg.DataDir }
 // Close stops the models and closes the database.
 func (a *App) Close() error {
 	a.idx.stop()
-	a.retriever.Close()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.retriever.Close()
 	for _, c := range []interface{ Close() error }{a.chat, a.embed, a.rerank} {
 		if c != nil {
 			c.Close()
@@ -201,8 +201,7 @@ func (a *App) openModels() error {
 		if role.path == "" {
 			continue
 		}
-		m, err := engine.Open(engine.Options{Path: role.path, Threads: a.settings.Threads, GPULayers: a.settings.GPULayers,
-			RunnerCmd: a.cfg.RunnerCmd, RunnerEnv: a.cfg.RunnerEnv})
+		m, err := a.openModel(role.path, a.settings)
 		if err != nil {
 			if role.explicit {
 				return fmt.Errorf("%s model: %w", role.name, err)
@@ -214,6 +213,90 @@ func (a *App) openModels() error {
 		role.set(m)
 	}
 	return nil
+}
+
+func (a *App) openModel(path string, s Settings) (*engine.Model, error) {
+	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers,
+		RunnerCmd: a.cfg.RunnerCmd, RunnerEnv: a.cfg.RunnerEnv})
+}
+
+// switchModels replaces the models whose paths changed in s, between two
+// questions: it waits for the one being answered, swaps, closes the old
+// runners (freeing their memory) and warms the new chat model.
+func (a *App) switchModels(ctx context.Context, s Settings) error {
+	release, _, err := a.queue.Acquire(engine.WithPriority(ctx, engine.Interactive))
+	if err != nil {
+		return err
+	}
+	defer release()
+	cur := a.Settings()
+	type swap struct {
+		old, new string
+		m        *engine.Model
+	}
+	roles := []*swap{{old: cur.ChatModel, new: s.ChatModel}, {old: cur.EmbedModel, new: s.EmbedModel}, {old: cur.RerankModel, new: s.RerankModel}}
+	for _, r := range roles {
+		if r.new == r.old || r.new == "" {
+			continue
+		}
+		if r.m, err = a.openModel(r.new, s); err != nil {
+			for _, o := range roles {
+				if o.m != nil {
+					o.m.Close()
+				}
+			}
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	a.mu.Lock()
+	var retired []interface{ Close() error }
+	set := func(r *swap, cur any, assign func(*engine.Model)) {
+		if r.new == r.old {
+			return
+		}
+		if c, ok := cur.(interface{ Close() error }); ok && c != nil {
+			retired = append(retired, c)
+		}
+		assign(r.m)
+	}
+	set(roles[0], a.chat, func(m *engine.Model) {
+		a.chat = nil
+		if m != nil {
+			a.chat = m
+		}
+	})
+	set(roles[1], a.embed, func(m *engine.Model) {
+		a.embed = nil
+		if m != nil {
+			a.embed = m
+		}
+	})
+	set(roles[2], a.rerank, func(m *engine.Model) {
+		a.rerank = nil
+		if m != nil {
+			a.rerank = m
+		}
+	})
+	if roles[1].new != roles[1].old {
+		retired = append(retired, a.retriever)
+		a.retriever = retrieve.New(a.db, filepath.Join(a.cfg.DataDir, "vectors"), a.embedder())
+		a.idx.setEmbedder(a.embed)
+	}
+	a.warmed = make(chan struct{})
+	warmed := a.warmed
+	a.mu.Unlock()
+	for _, c := range retired {
+		c.Close()
+	}
+	go a.warm(context.WithoutCancel(ctx), warmed)
+	return nil
+}
+
+// retrieverNow is the current retriever (it changes with the embedding model).
+func (a *App) retrieverNow() *retrieve.Retriever {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.retriever
 }
 
 // ModelErrors lists saved models that could not be opened, by role.
@@ -232,8 +315,8 @@ func (a *App) embedder() retrieve.Embedder {
 
 // warm loads the chat model and evaluates the system prefix, so the first
 // question does not pay for either. Its prefill speed seeds the estimates.
-func (a *App) warm(ctx context.Context) {
-	defer close(a.warmed)
+func (a *App) warm(ctx context.Context, done chan struct{}) {
+	defer close(done)
 	a.mu.Lock()
 	chat, emb, rr := a.chat, a.embed, a.rerank
 	a.mu.Unlock()
@@ -259,8 +342,11 @@ func (a *App) warm(ctx context.Context) {
 
 // WaitWarm blocks until the chat model's prefix is warm (or ctx ends).
 func (a *App) WaitWarm(ctx context.Context) error {
+	a.mu.Lock()
+	warmed := a.warmed
+	a.mu.Unlock()
 	select {
-	case <-a.warmed:
+	case <-warmed:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -309,3 +309,43 @@ func TestSourcePathConfined(t *testing.T) {
 }
 
 var searchOpts = retrieve.Options{TopK: 4}
+
+func TestSwitchModels(t *testing.T) {
+	a := newApp(t, opts{chat: true})
+	if r := ask(t, a, "when does the river market open", 0); r.trace.FallbackLevel != 2 {
+		t.Fatalf("without an embedding model: level %d, want 2", r.trace.FallbackLevel)
+	}
+	// Models are chosen from those Lore finds: put one in the data folder.
+	models := filepath.Join(a.DataDir(), "models")
+	os.MkdirAll(models, 0o755)
+	emb := filepath.Join(models, "embed.gguf")
+	if err := os.Symlink(filepath.Join(setup(t), "embed.gguf"), emb); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Settings()
+	s.EmbedModel = filepath.Join(t.TempDir(), "elsewhere.gguf")
+	if err := a.SaveSettings(context.Background(), s); err == nil {
+		t.Fatal("a model path Lore did not find was accepted")
+	}
+	s.EmbedModel = emb
+	if err := a.SaveSettings(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Index(context.Background(), "default", nil, nil); err != nil { // embeds the existing chunks
+		t.Fatal(err)
+	}
+	r := ask(t, a, "when does the river market open", 0)
+	if r.trace.FallbackLevel != 1 || r.trace.RetrievalMode != "hybrid" {
+		t.Errorf("after adding an embedding model: level %d mode %s (%s)", r.trace.FallbackLevel, r.trace.RetrievalMode, r.trace.FallbackReason)
+	}
+	if r.trace.CachedTokens < 20 {
+		t.Errorf("the unchanged chat model lost its warm prefix: %d cached tokens", r.trace.CachedTokens)
+	}
+	s.ChatModel = ""
+	if err := a.SaveSettings(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if r := ask(t, a, "when does the river market open", 0); r.trace.FallbackLevel != 3 || r.trace.Route != "extractive" {
+		t.Errorf("without a chat model: level %d route %s", r.trace.FallbackLevel, r.trace.Route)
+	}
+}

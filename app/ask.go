@@ -131,7 +131,7 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 	}
 
 	a.mu.Lock()
-	s, chat, rr := a.settings, a.chat, a.rerank
+	s, chat, rr, ret := a.settings, a.chat, a.rerank, a.retriever
 	t.VersionID = a.versionID()
 	a.mu.Unlock()
 
@@ -143,7 +143,7 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 	}
 	stage("retrieval", "start", 0, nil)
 	start = time.Now()
-	res, err := a.retriever.Search(ctx, ws.ID, q, retrieve.Options{TopK: max(s.TopK, s.RerankK), EfSearch: s.EfSearch})
+	res, err := ret.Search(ctx, ws.ID, q, retrieve.Options{TopK: max(s.TopK, s.RerankK), EfSearch: s.EfSearch})
 	if err != nil {
 		return nil, fmt.Errorf("retrieval: %w", err)
 	}
@@ -172,7 +172,7 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 	default:
 		stage("rerank", "start", 0, map[string]any{"candidates": k})
 		start = time.Now()
-		d, err := a.retriever.Rerank(ctx, rr, q, &res, k)
+		d, err := ret.Rerank(ctx, rr, q, &res, k)
 		rec.add(StageRerank, start, time.Now())
 		if err != nil {
 			degrade(1, "rerank failed: "+err.Error())

@@ -56,6 +56,18 @@ func newIndexer(a *App) *indexer {
 		subs: map[int64]map[chan ingest.Progress]struct{}{}, running: map[int64]bool{}, last: map[int64]ingest.Summary{}}
 }
 
+// setEmbedder makes later runs embed with e (nil: none). A run in flight
+// keeps the indexer it started with.
+func (x *indexer) setEmbedder(e Embedder) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ix := &ingest.Indexer{DB: x.ix.DB, Parser: x.ix.Parser}
+	if e != nil {
+		ix.Embedder = embedAdapter{e}
+	}
+	x.ix = ix
+}
+
 func (x *indexer) stop() {
 	x.cancel()
 	x.wg.Wait()
@@ -103,7 +115,10 @@ func (a *App) Index(ctx context.Context, workspace string, folders []string, fn 
 		x.mu.Unlock()
 	}()
 	var files int // the parse phase's total, carried into the embed phase's events
-	sum, err := x.ix.Run(ctx, ws.Name, folders, ingest.Options{Progress: func(p ingest.Progress) {
+	x.mu.Lock()
+	ix := x.ix
+	x.mu.Unlock()
+	sum, err := ix.Run(ctx, ws.Name, folders, ingest.Options{Progress: func(p ingest.Progress) {
 		if p.Phase == ingest.PhaseParse {
 			files = p.FilesTotal
 		} else if p.Phase == ingest.PhaseEmbed && p.FilesTotal == 0 {
@@ -114,7 +129,7 @@ func (a *App) Index(ctx context.Context, workspace string, folders []string, fn 
 		}
 		x.publish(ws.ID, p)
 	}})
-	if rerr := a.retriever.Refresh(context.WithoutCancel(ctx), ws.ID); rerr != nil && err == nil {
+	if rerr := a.retrieverNow().Refresh(context.WithoutCancel(ctx), ws.ID); rerr != nil && err == nil {
 		err = fmt.Errorf("vector index: %w", rerr)
 	}
 	x.mu.Lock()
@@ -211,7 +226,7 @@ func (a *App) RemoveFolder(ctx context.Context, workspace, path string) error {
 	if err := a.db.RemoveFolder(ctx, ws.ID, path); err != nil {
 		return err
 	}
-	return a.retriever.Refresh(ctx, ws.ID)
+	return a.retrieverNow().Refresh(ctx, ws.ID)
 }
 
 // ErrOutsideLibrary refuses access to files outside a workspace's folders.
@@ -278,5 +293,5 @@ func (a *App) Search(ctx context.Context, workspace, query string, opt retrieve.
 	if err != nil {
 		return retrieve.Result{}, err
 	}
-	return a.retriever.Search(ctx, ws.ID, query, opt)
+	return a.retrieverNow().Search(ctx, ws.ID, query, opt)
 }

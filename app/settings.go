@@ -49,8 +49,8 @@ func (a *App) Settings() Settings {
 	return a.settings
 }
 
-// SaveSettings validates and stores s. Model changes take effect on the next
-// start (the desktop app and server restart the engine).
+// SaveSettings validates and stores s. Changed models are switched at once,
+// between two questions.
 func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 	if s.TopK < 1 || s.TopK > 50 {
 		return fmt.Errorf("top_k must be 1–50, got %d", s.TopK)
@@ -66,6 +66,11 @@ func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 	}
 	if err := a.checkModels(ctx, s); err != nil {
 		return err
+	}
+	if cur := a.Settings(); cur.ChatModel != s.ChatModel || cur.EmbedModel != s.EmbedModel || cur.RerankModel != s.RerankModel {
+		if err := a.switchModels(ctx, s); err != nil {
+			return err
+		}
 	}
 	if err := a.db.PutSetting(ctx, settingsKey, s); err != nil {
 		return err
