@@ -53,7 +53,7 @@ func run() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	core, err := app.New(ctx, app.Config{DataDir: app.DefaultDataDir()})
+	core, err := app.New(ctx, app.Config{DataDir: app.DefaultDataDir(), Watch: true})
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,10 @@ type Config struct {
 	// fails at once with ErrBusy (default 16).
 	QueueCapacity  int
 	RequestTimeout time.Duration // default 5 minutes
-	Tracer         trace.Tracer  // default: no-op
+	// Watch keeps workspaces current with a file watcher (long-running
+	// front doors: the server and the desktop app).
+	Watch  bool
+	Tracer trace.Tracer // default: no-op
 	// OnTrace is called with each finished trace (metrics).
 	OnTrace func(*Trace)
 }
@@ -158,6 +161,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if wss, err := db.Workspaces(ctx); err == nil {
 		for _, w := range wss {
 			a.retriever.Preload(w.ID) // load vector graphs in the background
+			a.idx.watch(w.ID)
 		}
 	}
 	go a.warm(context.WithoutCancel(ctx), a.warmed)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"lore/app"
 	"lore/engine/synth"
@@ -348,4 +349,36 @@ func TestSwitchModels(t *testing.T) {
 	if r := ask(t, a, "when does the river market open", 0); r.trace.FallbackLevel != 3 || r.trace.Route != "extractive" {
 		t.Errorf("without a chat model: level %d route %s", r.trace.FallbackLevel, r.trace.Route)
 	}
+}
+
+func TestWatchKeepsWorkspaceCurrent(t *testing.T) {
+	lib := t.TempDir()
+	os.WriteFile(filepath.Join(lib, "first.md"), []byte("# First\n\nThe lighthouse keeper logs the weather.\n"), 0o644)
+	a, err := app.New(context.Background(), app.Config{DataDir: t.TempDir(), Watch: true,
+		RunnerCmd: []string{os.Args[0], "runner"}, WorkerCmd: []string{os.Args[0], "parse-worker"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.AddFolder(context.Background(), "default", lib); err != nil {
+		t.Fatal(err)
+	}
+	found := func(q string) bool {
+		res, err := a.Search(context.Background(), "default", q, searchOpts)
+		return err == nil && len(res.Passages) > 0
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if cond() {
+				return
+			}
+		}
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	waitFor("the folder to be indexed", func() bool { return found("lighthouse") })
+	os.WriteFile(filepath.Join(lib, "second.md"), []byte("# Second\n\nThe ferry timetable changes in winter.\n"), 0o644)
+	waitFor("the watcher to index a new file", func() bool { return found("ferry timetable") })
+	os.Remove(filepath.Join(lib, "first.md"))
+	waitFor("the watcher to drop a deleted file", func() bool { return !found("lighthouse") })
 }

@@ -26,6 +26,8 @@ type indexer struct {
 	subs    map[int64]map[chan ingest.Progress]struct{}
 	running map[int64]bool
 	last    map[int64]ingest.Summary
+	again   map[int64]bool // a run was asked for while one was busy
+	watches map[int64]context.CancelFunc
 	cancel  context.CancelFunc
 	ctx     context.Context
 	wg      sync.WaitGroup
@@ -53,7 +55,8 @@ func newIndexer(a *App) *indexer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &indexer{a: a, ix: ix, ctx: ctx, cancel: cancel,
-		subs: map[int64]map[chan ingest.Progress]struct{}{}, running: map[int64]bool{}, last: map[int64]ingest.Summary{}}
+		subs: map[int64]map[chan ingest.Progress]struct{}{}, running: map[int64]bool{}, last: map[int64]ingest.Summary{}, again: map[int64]bool{},
+		watches: map[int64]context.CancelFunc{}}
 }
 
 // setEmbedder makes later runs embed with e (nil: none). A run in flight
@@ -66,6 +69,55 @@ func (x *indexer) setEmbedder(e Embedder) {
 		ix.Embedder = embedAdapter{e}
 	}
 	x.ix = ix
+	for ws := range x.watches {
+		x.watchLocked(ws)
+	}
+}
+
+// watch keeps a workspace current: a watcher re-indexes its folders as
+// files change (Config.Watch; the server and desktop app turn it on). It
+// restarts an existing watcher, which sees only the folders it started with.
+func (x *indexer) watch(ws int64) {
+	if !x.a.cfg.Watch {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.watchLocked(ws)
+}
+
+func (x *indexer) watchLocked(ws int64) {
+	if cancel := x.watches[ws]; cancel != nil {
+		cancel()
+	}
+	w, err := x.a.db.Workspaces(x.ctx)
+	if err != nil {
+		return
+	}
+	name := ""
+	for _, v := range w {
+		if v.ID == ws {
+			name = v.Name
+		}
+	}
+	if name == "" {
+		delete(x.watches, ws)
+		return
+	}
+	ctx, cancel := context.WithCancel(x.ctx)
+	x.watches[ws] = cancel
+	ix := x.ix
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		ix.Watch(ctx, name, nil, ingest.Options{Progress: func(p ingest.Progress) { x.publish(ws, p) }},
+			func(sum ingest.Summary, err error) {
+				x.a.retrieverNow().Refresh(ctx, ws)
+				x.mu.Lock()
+				x.last[ws] = sum
+				x.mu.Unlock()
+			})
+	}()
 }
 
 func (x *indexer) stop() {
@@ -112,7 +164,12 @@ func (a *App) Index(ctx context.Context, workspace string, folders []string, fn 
 	defer func() {
 		x.mu.Lock()
 		delete(x.running, ws.ID)
+		again := x.again[ws.ID]
+		delete(x.again, ws.ID)
 		x.mu.Unlock()
+		if again && x.ctx.Err() == nil {
+			a.StartIndex(ws.Name, nil) // changes that came in while this run was busy
+		}
 	}()
 	var files int // the parse phase's total, carried into the embed phase's events
 	x.mu.Lock()
@@ -147,9 +204,12 @@ func (a *App) StartIndex(workspace string, folders []string) error {
 	x := a.idx
 	x.mu.Lock()
 	busy := x.running[ws.ID]
+	if busy {
+		x.again[ws.ID] = true // the running job starts another pass when it ends
+	}
 	x.mu.Unlock()
 	if busy {
-		return nil // the running job will pick the change up on its next pass
+		return nil
 	}
 	x.wg.Add(1)
 	go func() {
@@ -214,6 +274,7 @@ func (a *App) AddFolder(ctx context.Context, workspace, path string) error {
 	if _, err := a.db.AddFolder(ctx, ws.ID, abs); err != nil {
 		return err
 	}
+	a.idx.watch(ws.ID)
 	return a.StartIndex(ws.Name, nil)
 }
 
@@ -226,6 +287,7 @@ func (a *App) RemoveFolder(ctx context.Context, workspace, path string) error {
 	if err := a.db.RemoveFolder(ctx, ws.ID, path); err != nil {
 		return err
 	}
+	a.idx.watch(ws.ID)
 	return a.retrieverNow().Refresh(ctx, ws.ID)
 }
 

@@ -55,10 +55,9 @@ type Model struct {
 	tmpl  *Template
 	queue *Queue
 
-	mu     sync.Mutex // guards proc and warm
-	proc   *process
-	warm   string // prompt prefix to restore after a restart
-	loaded Loaded
+	mu   sync.Mutex // guards proc and warm
+	proc *process
+	warm string // prompt prefix to restore after a restart
 }
 
 // Open validates the file's GGUF header and prepares a model. The runner
@@ -176,12 +175,7 @@ func (m *Model) runner(ctx context.Context) (*process, error) {
 	load := &LoadParams{Path: m.opt.Path, NumCtx: m.opt.NumCtx, Batch: m.opt.Batch, Seqs: m.opt.Seqs,
 		Threads: m.opt.Threads, GPULayers: m.opt.GPULayers, FlashAttention: m.opt.FlashAttention,
 		Pooling: max(int(m.info.PoolingType), 0)}
-	err = p.call(ctx, Request{Op: "load", Load: load}, func(r Reply) error {
-		if r.Loaded != nil {
-			m.loaded = *r.Loaded
-		}
-		return nil
-	})
+	err = p.call(ctx, Request{Op: "load", Load: load}, func(Reply) error { return nil })
 	if err != nil {
 		p.close()
 		return nil, fmt.Errorf("load %s: %w", filepath.Base(m.opt.Path), err)

@@ -51,7 +51,6 @@ type Request struct {
 type Reply struct {
 	Error string `json:"error,omitempty"`
 
-	Loaded  *Loaded     `json:"loaded,omitempty"`
 	Tokens  []int       `json:"tokens,omitempty"`
 	Piece   string      `json:"piece,omitempty"`
 	Done    bool        `json:"done,omitempty"`
@@ -59,14 +58,6 @@ type Reply struct {
 	Plan    *Stats      `json:"plan,omitempty"` // sent before prefill: prompt, cached and eval tokens
 	Vectors [][]float32 `json:"vectors,omitempty"`
 	Scores  []float32   `json:"scores,omitempty"`
-}
-
-// Loaded describes a model once the runner has it in memory.
-type Loaded struct {
-	NumCtx   int     `json:"num_ctx"`
-	NumVocab int     `json:"num_vocab"`
-	NumEmbd  int     `json:"num_embd"`
-	LoadMs   float64 `json:"load_ms"`
 }
 
 // Stats reports what one prefill or generation cost. Times are milliseconds.

@@ -26,16 +26,11 @@ func askCmd(ctx context.Context, args []string) error {
 	if q == "" {
 		return fmt.Errorf("ask: what is the question? (lore ask \"question\")")
 	}
-	tel, err := app.NewTelemetry(ctx)
+	a, _, closeApp, err := f.openTraced(ctx)
 	if err != nil {
 		return err
 	}
-	defer tel.Shutdown(context.Background())
-	a, err := f.open(ctx, tel)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
+	defer closeApp()
 	// The model loads and warms its system prefix at start; a long-running
 	// app does this once, so the question's clock starts after it.
 	fmt.Fprint(os.Stderr, "loading model… ")

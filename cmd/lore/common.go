@@ -16,6 +16,7 @@ type appFlags struct {
 	data, workspace                string
 	model, embedModel, rerankModel string
 	json                           bool
+	watch                          bool // keep workspaces current (long-running commands)
 }
 
 func (f *appFlags) register(fs *flag.FlagSet) {
@@ -29,11 +30,24 @@ func (f *appFlags) register(fs *flag.FlagSet) {
 
 // open opens the app with the flags' overrides.
 func (f *appFlags) open(ctx context.Context, tel *app.Telemetry) (*app.App, error) {
-	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel}
+	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch}
 	if tel != nil {
 		cfg.Tracer, cfg.OnTrace = tel.Tracer, tel.OnTrace
 	}
 	return app.New(ctx, cfg)
+}
+
+// openTraced opens the app with telemetry (OTLP export when configured,
+// metrics); close shuts both down.
+func (f *appFlags) openTraced(ctx context.Context) (a *app.App, tel *app.Telemetry, close func(), err error) {
+	if tel, err = app.NewTelemetry(ctx); err != nil {
+		return nil, nil, nil, err
+	}
+	if a, err = f.open(ctx, tel); err != nil {
+		tel.Shutdown(context.Background())
+		return nil, nil, nil, err
+	}
+	return a, tel, func() { a.Close(); tel.Shutdown(context.Background()) }, nil
 }
 
 // parseArgs parses args, allowing flags after positional arguments

@@ -7,14 +7,13 @@ import (
 	"io/fs"
 	"os"
 
-	"lore/app"
 	"lore/app/server"
 	"lore/frontend"
 )
 
 func serveCmd(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var f appFlags
+	f := appFlags{watch: true}
 	f.register(fset)
 	addr := fset.String("addr", "127.0.0.1:8765", "loopback `address` to listen on (port 0 picks a free one)")
 	if _, err := parseArgs(fset, args); err != nil {
@@ -24,16 +23,11 @@ func serveCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tel, err := app.NewTelemetry(ctx)
+	a, tel, closeApp, err := f.openTraced(ctx)
 	if err != nil {
 		return err
 	}
-	defer tel.Shutdown(context.Background())
-	a, err := f.open(ctx, tel)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
+	defer closeApp()
 	token, err := server.LoadToken(a.DataDir())
 	if err != nil {
 		return err

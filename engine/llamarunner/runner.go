@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,10 +150,8 @@ func (s *server) load(p *engine.LoadParams) error {
 	}
 	s.p, s.model, s.lctx, s.batch = *p, m, c, b
 	s.cache = map[int][]int{}
-	s.reply(engine.Reply{Done: true, Loaded: &engine.Loaded{
-		NumCtx: p.NumCtx, NumVocab: m.NumVocab(), NumEmbd: m.NEmbd(),
-		LoadMs: ms(time.Since(start)),
-	}})
+	fmt.Fprintf(os.Stderr, "runner: loaded %s in %.0f ms\n", p.Path, ms(time.Since(start)))
+	s.reply(engine.Reply{Done: true})
 	return nil
 }
 
