@@ -258,6 +258,16 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 	}
 	end := time.Now()
 	rec.set(StageTotal, rec.since(end), 0)
+	if chat != nil {
+		// Decode runs from the first token to the end, on this process's
+		// clock (runner times shifted by an estimated round trip could
+		// overshoot the total by a few milliseconds).
+		from := end
+		if !t.FirstTokenAt.IsZero() {
+			from = t.FirstTokenAt
+		}
+		rec.set(StageDecode, ms(end.Sub(from)), rec.since(from))
+	}
 	if _, ok := t.Stages[StageTTFT]; !ok {
 		rec.set(StageTTFT, rec.since(end), 0) // no token: TTFT is the whole wait
 	}
@@ -293,7 +303,6 @@ func (a *App) recordGeneration(rec *recorder, genStart time.Time, st engine.Stat
 		llm = st.TokenizeMs + st.PrefillMs + st.FirstDecodeMs
 	}
 	rec.set(StageLLMTTFT, llm+st.QueueMs, rec.since(genStart))
-	rec.set(StageDecode, st.DecodeMs-st.FirstDecodeMs, off+st.TokenizeMs+st.PrefillMs+st.FirstDecodeMs)
 	if st.EvalTokens > 0 && st.PrefillMs > 0 {
 		a.notePrefill(st.EvalTokens, st.PrefillMs)
 	}
