@@ -111,7 +111,8 @@ func TestCrashRecovery(t *testing.T) {
 			delay := time.Duration(20+rng.IntN(1500)) * time.Millisecond
 			when = "after " + delay.String()
 			select {
-			case <-exited:
+			case err := <-exited:
+				exited <- err // put back for the wait below (the child finished first)
 			case <-time.After(delay):
 			}
 		}
