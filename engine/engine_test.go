@@ -85,6 +85,10 @@ func TestGenerateDeterministicAndCached(t *testing.T) {
 	if len(pieces) < 2 {
 		t.Errorf("streamed %d pieces, want one per token", len(pieces))
 	}
+	// Synthetic chat models never predict end-of-generation (engine/synth).
+	if st.DecodeTokens != 12 || st.StopReason != "length" {
+		t.Errorf("decoded %d of 12 tokens, stop reason %q: want the full length", st.DecodeTokens, st.StopReason)
+	}
 	if st.PromptTokens == 0 || st.EvalTokens+st.CachedTokens != st.PromptTokens {
 		t.Errorf("token counts do not add up: %+v", st)
 	}

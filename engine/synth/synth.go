@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"lore/engine/gguf"
 )
@@ -151,14 +152,14 @@ func build(opt Options) (*gguf.Writer, error) {
 	}
 
 	seq := uint64(0)
-	q4 := func(name string, rows, cols int) {
+	q4 := func(name string, rows, cols int, silent ...int) {
 		if err != nil {
 			return
 		}
 		seq++
 		rng := rand.New(rand.NewPCG(uint64(opt.Seed), seq))
 		err = w.AddTensorFunc(name, gguf.TypeQ4_0, []uint64{uint64(cols), uint64(rows)}, func(out io.Writer) error {
-			return writeQ4(out, rng, rows, cols)
+			return writeQ4(out, rng, rows, cols, silent)
 		})
 	}
 	ones := func(name string, n int) {
@@ -186,7 +187,16 @@ func build(opt Options) (*gguf.Writer, error) {
 		q4(p+"ffn_down.weight", sh.embd, sh.ff)
 	}
 	ones("output_norm.weight", sh.embd)
-	q4("output.weight", nv, sh.embd)
+	// A chat model never predicts a token that prints nothing: their logits
+	// are 0 while the best of thousands of random logits is positive. So
+	// generation runs to max tokens on any CPU (float rounding differs between
+	// kernels) and every streamed token is visible text, which streaming tests
+	// and decode benchmarks rely on.
+	var silent []int
+	if kind == "chat" {
+		silent = voc.nonText()
+	}
+	q4("output.weight", nv, sh.embd, silent...)
 	if err != nil {
 		return nil, fmt.Errorf("synth: %w", err)
 	}
@@ -200,9 +210,14 @@ func build(opt Options) (*gguf.Writer, error) {
 // d*(q-8), so uniform q would give every weight a mean of -d/2, which adds the
 // same offset to every output and, layer after layer, collapses all hidden
 // states (and embeddings) onto one direction.
-func writeQ4(out io.Writer, rng *rand.Rand, rows, cols int) error {
+//
+// The rows listed in zero are all zeros (their random values are still drawn,
+// so the other rows do not depend on the list).
+func writeQ4(out io.Writer, rng *rand.Rand, rows, cols int, zero []int) error {
 	const blockBytes = 18
 	blocks := rows * cols / 32
+	rowBlocks := cols / 32
+	next := 0 // blocks written so far
 	// q uniform in 0..15 with 0 replaced by 8: values -7..7 plus a double
 	// share of 0, mean 0, std = sqrt(17.5)*d ≈ 4.18*d.
 	base := 1 / (4.18 * math.Sqrt(float64(cols)))
@@ -220,7 +235,11 @@ func writeQ4(out io.Writer, rng *rand.Rand, rows, cols int) error {
 			binary.LittleEndian.PutUint16(blk, scales[r1>>60])
 			binary.LittleEndian.PutUint64(blk[2:], zeroMean(r1))
 			binary.LittleEndian.PutUint64(blk[10:], zeroMean(r2))
+			if slices.Contains(zero, (next+b)/rowBlocks) {
+				clear(blk[:blockBytes]) // scale 0: every weight dequantises to 0
+			}
 		}
+		next += n
 		if _, err := out.Write(buf); err != nil {
 			return err
 		}

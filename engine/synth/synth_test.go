@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -301,6 +302,27 @@ func TestInflect(t *testing.T) {
 		{"answer", "ed", "answered"}, {"search", "ing", "searching"}, {"long", "er", "longer"}, {"see", "ing", "seeing"}} {
 		if got := inflect(c[0], c[1]); got != c[2] {
 			t.Errorf("inflect(%s, %s) = %s, want %s", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+func TestWriteQ4ZeroRows(t *testing.T) {
+	const rows, cols, rowBytes = 5, 64, 2 * 18
+	gen := func(zero []int) []byte {
+		var b bytes.Buffer
+		if err := writeQ4(&b, rand.New(rand.NewPCG(1, 2)), rows, cols, zero); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	plain, silent := gen(nil), gen([]int{1, 4})
+	for r := range rows {
+		a, b := plain[r*rowBytes:(r+1)*rowBytes], silent[r*rowBytes:(r+1)*rowBytes]
+		switch zero := r == 1 || r == 4; {
+		case zero && !bytes.Equal(b, make([]byte, rowBytes)):
+			t.Errorf("row %d is not zero: %x", r, b)
+		case !zero && !bytes.Equal(a, b):
+			t.Errorf("row %d changed by zeroing others", r)
 		}
 	}
 }

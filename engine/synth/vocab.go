@@ -299,3 +299,15 @@ func syllables(i int) string {
 		i--
 	}
 }
+
+// nonText returns the ids of the tokens that print nothing: <unk>, <s>, </s>
+// and the chat markers.
+func (v *vocab) nonText() []int {
+	var ids []int
+	for id, t := range v.types {
+		if t == tokControl || t == tokUnknown {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

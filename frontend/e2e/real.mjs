@@ -348,6 +348,7 @@ try {
     const iToken = tl.findIndex((s) => s.answer > 0);
     const lengths = new Set(tl.filter((s) => s.answer > 0).map((s) => s.answer));
     const stages = [...new Set(tl.map((s) => s.stage).filter(Boolean))];
+    console.log(`     answer: ${JSON.stringify(((await lastTurn().getByTestId('answer').textContent()) ?? '').slice(0, 200))}`);
     console.log(`     stages shown: ${stages.join(' → ')}; ${lengths.size} answer updates; labels: ${[...new Set(tl.map((s) => s.label))].join(' | ')}`);
     assert.ok(iStage >= 0, 'the placeholder never showed a stage');
     assert.ok(stages.some((s) => ['queue', 'embed', 'retrieval', 'vector', 'bm25', 'prompt_assemble', 'prefill'].includes(s)), `stages ${stages}`);
