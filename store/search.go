@@ -31,7 +31,41 @@ type Hit struct {
 // maxTerms bounds the OR query: each term adds a posting-list scan.
 const maxTerms = 32
 
-// SearchBM25 ranks the workspace's chunks against the user's text with FTS5's bm25. The
+// SearchBM25 is RankBM25 with each chunk's text and location, best first.
+func (db *DB) SearchBM25(ctx context.Context, ws int64, query string, limit int) ([]Hit, error) {
+	ranked, err := db.RankBM25(ctx, ws, query, limit)
+	if err != nil || len(ranked) == 0 {
+		return nil, err
+	}
+	hits, err := db.ChunkTexts(ctx, chunkIDs(ranked))
+	if err != nil {
+		return nil, fmt.Errorf("store: search: %w", err)
+	}
+	score := make(map[int64]float64, len(ranked))
+	for _, r := range ranked {
+		score[r.ChunkID] = r.Score
+	}
+	for i := range hits {
+		hits[i].Score = score[hits[i].ChunkID]
+	}
+	return hits, nil
+}
+
+// Ranked is a chunk placed by a search, without its text.
+type Ranked struct {
+	ChunkID int64
+	Score   float64 // -bm25: higher is better
+}
+
+func chunkIDs(rs []Ranked) []int64 {
+	ids := make([]int64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ChunkID
+	}
+	return ids
+}
+
+// RankBM25 ranks the workspace's chunks against the user's text with FTS5's bm25. The
 // text is never passed to FTS5 as query syntax: it is split into words, each quoted as a
 // string literal, stopwords dropped when other words remain, and the rest ORed. Text
 // without any word returns no hits and no error.
@@ -50,7 +84,10 @@ const maxTerms = 32
 //   - Chunks are ranked inside FTS5 first, and only the best few are looked up to keep
 //     the workspace's (see rankFirst): joining every match to its document before the
 //     ORDER BY cost three times the ranking itself.
-func (db *DB) SearchBM25(ctx context.Context, ws int64, query string, limit int) ([]Hit, error) {
+//
+// It returns chunk ids and scores only: hybrid retrieval fuses two ranked lists and
+// fetches the texts of the few passages it keeps.
+func (db *DB) RankBM25(ctx context.Context, ws int64, query string, limit int) ([]Ranked, error) {
 	words := queryWords(query)
 	if len(words) == 0 {
 		return nil, nil
@@ -81,11 +118,11 @@ func (db *DB) SearchBM25(ctx context.Context, ws int64, query string, limit int)
 			return nil, fmt.Errorf("store: search: %w", err)
 		}
 	}
-	hits, err := db.hitsWithScores(ctx, ids, scores)
-	if err != nil {
-		return nil, fmt.Errorf("store: search: %w", err)
+	out := make([]Ranked, len(ids))
+	for i, id := range ids {
+		out[i] = Ranked{ChunkID: id, Score: -scores[i]}
 	}
-	return hits, nil
+	return out, nil
 }
 
 // searchPlan is how SearchBM25 searches for a query's words.
@@ -282,26 +319,6 @@ func scanRanked(rows *sql.Rows, limit int) (ids []int64, scores []float64, n int
 		}
 	}
 	return ids, scores, n, rows.Err()
-}
-
-// hitsWithScores fetches the chunks ranked by a search, in rank order, with their scores
-// turned from bm25's (lower is better) to Hit's (higher is better).
-func (db *DB) hitsWithScores(ctx context.Context, ids []int64, bm25 []float64) ([]Hit, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	hits, err := db.ChunkTexts(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	score := make(map[int64]float64, len(ids))
-	for i, id := range ids {
-		score[id] = -bm25[i]
-	}
-	for i := range hits {
-		hits[i].Score = score[hits[i].ChunkID]
-	}
-	return hits, nil
 }
 
 // MatchQuery turns free text into a safe FTS5 MATCH expression: an OR of quoted words,

@@ -274,7 +274,7 @@ func (r *Retriever) Search(ctx context.Context, ws int64, query string, opt Opti
 
 	var (
 		wg     sync.WaitGroup
-		hits   []store.Hit
+		hits   []store.Ranked
 		bmErr  error
 		bmStep Step
 		vo     vecOutcome
@@ -282,7 +282,7 @@ func (r *Retriever) Search(ctx context.Context, ws int64, query string, opt Opti
 	if norm != "" {
 		wg.Go(func() {
 			s := time.Now()
-			hits, bmErr = r.db.SearchBM25(ctx, ws, query, opt.Candidates)
+			hits, bmErr = r.db.RankBM25(ctx, ws, query, opt.Candidates)
 			bmStep = span(t0, s, time.Now())
 		})
 	}
@@ -417,18 +417,16 @@ func (r *Retriever) embedQuery(ctx context.Context, norm string) ([]float32, boo
 	return v, false, nil
 }
 
-// candidate is a chunk found by either retriever, before its text is known
-// (unless BM25 found it, which returns the text).
+// candidate is a chunk found by either retriever, before its text is known.
 type candidate struct {
 	id     int64
-	hit    *store.Hit
 	scores Scores
 }
 
 // fuse merges both ranked lists by reciprocal rank fusion: each list adds
 // 1/(rrfK+rank). Ties go to the better single rank, then the lower id, so
 // equal inputs give equal output.
-func fuse(bm []store.Hit, vec []vector.Result) []candidate {
+func fuse(bm []store.Ranked, vec []vector.Result) []candidate {
 	byID := make(map[int64]int, len(bm)+len(vec))
 	out := make([]candidate, 0, len(bm)+len(vec))
 	at := func(id int64) *candidate {
@@ -444,7 +442,6 @@ func fuse(bm []store.Hit, vec []vector.Result) []candidate {
 		if c.scores.BM25Rank != 0 {
 			continue // a repeated id keeps its best rank
 		}
-		c.hit = &bm[i]
 		c.scores.BM25, c.scores.BM25Rank = bm[i].Score, i+1
 		c.scores.Fused += 1 / float64(rrfK+i+1)
 	}
@@ -491,38 +488,35 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// passages turns the best candidates into passages. Text for the ones only
-// the vector search found comes from one store call; an id the store no
-// longer has (the vector index lags a deletion) is skipped, and the window
-// looks at twice topK candidates so that skips rarely shorten the answer.
+// passages turns the best candidates into passages, their texts fetched in
+// one store call. An id the store no longer has (the vector index lags a
+// deletion) is skipped, and the window looks at twice topK candidates so that
+// skips rarely shorten the answer.
 func (r *Retriever) passages(ctx context.Context, cands []candidate, topK int) ([]Passage, error) {
 	window := cands[:min(len(cands), 2*topK)]
-	var need []int64
-	for _, c := range window {
-		if c.hit == nil {
-			need = append(need, c.id)
-		}
+	if len(window) == 0 {
+		return nil, nil
 	}
-	fetched := map[int64]*store.Hit{}
-	if len(need) > 0 {
-		hs, err := r.db.ChunkTexts(ctx, need)
-		if err != nil {
-			return nil, err
-		}
-		for i := range hs {
-			fetched[hs[i].ChunkID] = &hs[i]
-		}
+	ids := make([]int64, len(window))
+	for i, c := range window {
+		ids[i] = c.id
+	}
+	hits, err := r.db.ChunkTexts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]*store.Hit, len(hits))
+	for i := range hits {
+		byID[hits[i].ChunkID] = &hits[i]
 	}
 	out := make([]Passage, 0, min(topK, len(window)))
 	for _, c := range window {
 		if len(out) == topK {
 			break
 		}
-		h := c.hit
+		h := byID[c.id]
 		if h == nil {
-			if h = fetched[c.id]; h == nil {
-				continue
-			}
+			continue
 		}
 		out = append(out, Passage{
 			ChunkID: h.ChunkID, DocID: h.DocumentID, Path: h.Path, Rel: h.Rel, Title: h.Title,

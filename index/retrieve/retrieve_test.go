@@ -226,22 +226,22 @@ func TestLRU(t *testing.T) {
 }
 
 func TestFuse(t *testing.T) {
-	hit := func(id int64) store.Hit { return store.Hit{ChunkID: id, Score: float64(10 - id)} }
+	hit := func(id int64) store.Ranked { return store.Ranked{ChunkID: id, Score: float64(10 - id)} }
 	vec := func(id int64) vector.Result { return vector.Result{ID: id, Score: 0.5} }
 	for _, tc := range []struct {
 		name string
-		bm   []store.Hit
+		bm   []store.Ranked
 		vec  []vector.Result
 		want []int64
 	}{
 		{"empty", nil, nil, nil},
-		{"bm25 only", []store.Hit{hit(3), hit(1)}, nil, []int64{3, 1}},
+		{"bm25 only", []store.Ranked{hit(3), hit(1)}, nil, []int64{3, 1}},
 		{"vector only", nil, []vector.Result{vec(2), vec(5)}, []int64{2, 5}},
 		// 4 is second in both lists: 2/62 beats 1/61.
-		{"agreement wins", []store.Hit{hit(1), hit(4)}, []vector.Result{vec(2), vec(4)}, []int64{4, 1, 2}},
+		{"agreement wins", []store.Ranked{hit(1), hit(4)}, []vector.Result{vec(2), vec(4)}, []int64{4, 1, 2}},
 		// 1 and 2 tie at 1/61: the lower id first, deterministically.
-		{"tie", []store.Hit{hit(2)}, []vector.Result{vec(1)}, []int64{1, 2}},
-		{"repeat keeps best rank", []store.Hit{hit(1), hit(1)}, nil, []int64{1}},
+		{"tie", []store.Ranked{hit(2)}, []vector.Result{vec(1)}, []int64{1, 2}},
+		{"repeat keeps best rank", []store.Ranked{hit(1), hit(1)}, nil, []int64{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := fuse(tc.bm, tc.vec)
@@ -254,7 +254,7 @@ func TestFuse(t *testing.T) {
 			}
 		})
 	}
-	got := fuse([]store.Hit{hit(1), hit(4)}, []vector.Result{vec(2), vec(4)})
+	got := fuse([]store.Ranked{hit(1), hit(4)}, []vector.Result{vec(2), vec(4)})
 	if s := got[0].scores; s.BM25Rank != 2 || s.VectorRank != 2 || s.Fused != 2.0/62 || s.BM25 != 6 || s.Vector != 0.5 {
 		t.Errorf("scores of the fused first %+v", s)
 	}
