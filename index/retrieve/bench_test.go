@@ -89,3 +89,62 @@ func BenchmarkRetrieval(b *testing.B) {
 		return err
 	})
 }
+
+// BenchmarkRefreshAfterEdit measures bringing a built vector index up to
+// date after a small edit (a few chunks re-embedded), as the watcher does on
+// every save: the background refresh, which persists lazily. LORE_BENCH_CHUNKS
+// sets the corpus size (default 30,000).
+//
+//	go test ./index/retrieve -run '^$' -bench RefreshAfterEdit -benchtime 20x
+func BenchmarkRefreshAfterEdit(b *testing.B) {
+	n := 30000
+	if s := os.Getenv("LORE_BENCH_CHUNKS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = v
+	}
+	emb := HashEmbedder{Dim: 384}
+	ctx := context.Background()
+	dir := b.TempDir()
+	db, err := store.Open(ctx, filepath.Join(dir, "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ws, err := BenchCorpus(ctx, db, CorpusConfig{Chunks: n, Seed: 1, Embedder: emb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := New(db, filepath.Join(dir, "vectors"), emb)
+	defer r.Close()
+	if err := r.Refresh(ctx, ws); err != nil {
+		b.Fatal(err)
+	}
+	st := r.state(ws, emb.ID())
+	ids, err := db.VectorIDs(ctx, ws, emb.ID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		var edit []store.Embedding
+		for range 8 {
+			vec, err := emb.Embed(ctx, []string{"edited " + strconv.Itoa(i)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			edit = append(edit, store.Embedding{ChunkID: ids[(i*7919)%len(ids)], Vec: vec[0]})
+			i++
+		}
+		if err := db.PutEmbeddings(ctx, emb.ID(), edit); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := r.refresh(ctx, st, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -238,7 +238,7 @@ func (r *Retriever) refresh(ctx context.Context, st *vecState, explicit bool) er
 		return nil
 	}
 
-	idx, dim, fps, reason := v.idx, v.dim, st.fps, "index was empty"
+	idx, dim, fps, since, reason := v.idx, v.dim, st.fps, v.gen, "index was empty"
 	if !v.ready {
 		l, err := r.load(ctx, st)
 		switch {
@@ -252,11 +252,14 @@ func (r *Retriever) refresh(ctx context.Context, st *vecState, explicit bool) er
 		default:
 			r.loads.Add(1)
 			st.rec = &l.rec
-			idx, dim, fps = l.idx, l.dim, l.fps
+			idx, dim, fps, since = l.idx, l.dim, l.fps, l.rec.Generation
+			if since > gen { // the database is older than the file: trust nothing
+				since = 0
+			}
 		}
 	}
 	if idx != nil {
-		n, err := r.update(ctx, st, idx, dim, fps)
+		n, err := r.update(ctx, st, idx, dim, fps, since)
 		switch {
 		case err == nil:
 			st.fps = fps
@@ -311,7 +314,7 @@ func (r *Retriever) build(ctx context.Context, st *vecState) (*vector.Auto, int,
 		ids, vecs = ids[:0], vecs[:0]
 		return err
 	}
-	err := r.db.Vectors(ctx, st.ws, st.model, func(id int64, vec []float32) error {
+	err := r.db.Vectors(ctx, st.ws, st.model, 0, func(id int64, vec []float32) error {
 		if dim == 0 {
 			dim = len(vec)
 		} else if len(vec) != dim {
@@ -371,13 +374,14 @@ type pendingVec struct {
 	vec []float32
 }
 
-// update brings idx, whose vectors' fingerprints are fps, in line with the
-// store: vectors whose chunk id is new or whose fingerprint changed are
-// added, ids the store no longer has are deleted. fps is kept equal to the
-// index's content after every step, so an update cut short (ctx) leaves a
-// consistent pair that the next update continues from. It returns the
-// number of changes.
-func (r *Retriever) update(ctx context.Context, st *vecState, idx *vector.Auto, dim int, fps map[int64]uint64) (int, error) {
+// update brings idx, whose vectors' fingerprints are fps and which holds
+// every vector up to generation since, in line with the store: it reads the
+// vectors written after since and the ids of all (cheap), adds those whose
+// chunk id is new or whose fingerprint changed, and deletes the ids the
+// store no longer has. fps is kept equal to the index's content after every
+// step, so an update cut short (ctx) leaves a consistent pair that the next
+// update continues from. It returns the number of changes.
+func (r *Retriever) update(ctx context.Context, st *vecState, idx *vector.Auto, dim int, fps map[int64]uint64, since int64) (int, error) {
 	_, graph := idx.Inner().(*vector.HNSW)
 	// An HNSW insertion costs as much in an update as in a build (more: a
 	// build adds in parallel) and deletions leave tombstones, so past half
@@ -386,30 +390,29 @@ func (r *Retriever) update(ctx context.Context, st *vecState, idx *vector.Auto, 
 	if graph {
 		limit = len(fps) / 2
 	}
-	seen := make(map[int64]struct{}, len(fps))
-	var pend []pendingVec
-	err := r.db.Vectors(ctx, st.ws, st.model, func(id int64, vec []float32) error {
-		seen[id] = struct{}{}
-		fp := fingerprint(vec)
-		if old, ok := fps[id]; ok && old == fp {
-			return nil
-		}
-		if len(vec) != dim {
-			return fmt.Errorf("%w: chunk %d has a %d-dimensional vector, the index %d", errRebuild, id, len(vec), dim)
-		}
-		vector.Normalize(vec)
-		pend = append(pend, pendingVec{id, fp, vec})
-		if len(pend) > limit {
-			return fmt.Errorf("%w: over half of %d vectors changed", errRebuild, len(fps))
-		}
-		return nil
-	})
+	ids, err := r.db.VectorIDs(ctx, st.ws, st.model)
 	if err != nil {
 		return 0, err
 	}
+	pend, err := r.changed(ctx, st, dim, fps, since, limit)
+	if err != nil {
+		return 0, err
+	}
+	// A stored vector that is neither indexed nor new breaks the premise
+	// (say, an index file older than the generations the store records):
+	// compare every vector instead.
+	if since > 0 && lacks(ids, fps, pend) {
+		if pend, err = r.changed(ctx, st, dim, fps, 0, limit); err != nil {
+			return 0, err
+		}
+	}
+	stored := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		stored[id] = struct{}{}
+	}
 	var gone []int64
 	for id := range fps {
-		if _, ok := seen[id]; !ok {
+		if _, ok := stored[id]; !ok {
 			gone = append(gone, id)
 		}
 	}
@@ -443,6 +446,49 @@ func (r *Retriever) update(ctx context.Context, st *vecState, idx *vector.Auto, 
 		r.compactions.Add(1)
 	}
 	return len(pend) + len(gone), nil
+}
+
+// changed returns the vectors written after generation since that the
+// index does not hold as they are (new ids, or a changed fingerprint),
+// normalised, failing with errRebuild past limit of them.
+func (r *Retriever) changed(ctx context.Context, st *vecState, dim int, fps map[int64]uint64, since int64, limit int) ([]pendingVec, error) {
+	var pend []pendingVec
+	err := r.db.Vectors(ctx, st.ws, st.model, since, func(id int64, vec []float32) error {
+		fp := fingerprint(vec)
+		if old, ok := fps[id]; ok && old == fp {
+			return nil
+		}
+		if len(vec) != dim {
+			return fmt.Errorf("%w: chunk %d has a %d-dimensional vector, the index %d", errRebuild, id, len(vec), dim)
+		}
+		vector.Normalize(vec)
+		pend = append(pend, pendingVec{id, fp, vec})
+		if len(pend) > limit {
+			return fmt.Errorf("%w: over half of %d vectors changed", errRebuild, len(fps))
+		}
+		return nil
+	})
+	return pend, err
+}
+
+// lacks reports whether a stored id is neither in the index nor pending.
+func lacks(ids []int64, fps map[int64]uint64, pend []pendingVec) bool {
+	var pending map[int64]struct{}
+	for _, id := range ids {
+		if _, ok := fps[id]; ok {
+			continue
+		}
+		if pending == nil {
+			pending = make(map[int64]struct{}, len(pend))
+			for _, p := range pend {
+				pending[p.id] = struct{}{}
+			}
+		}
+		if _, ok := pending[id]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // indexRecord is the setting that vouches for the files on disk.

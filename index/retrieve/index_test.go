@@ -461,3 +461,21 @@ func TestPreload(t *testing.T) {
 	}
 	New(f.db, "", nil).Preload(f.ws) // no embedder: nothing to do, no panic
 }
+
+func TestLacks(t *testing.T) {
+	fps := map[int64]uint64{1: 10, 2: 20}
+	pend := []pendingVec{{id: 3}}
+	for _, tc := range []struct {
+		ids  []int64
+		want bool
+	}{
+		{nil, false},
+		{[]int64{1, 2}, false},
+		{[]int64{1, 2, 3}, false}, // 3 is pending
+		{[]int64{2, 4}, true},     // 4 is stored, neither indexed nor pending
+	} {
+		if got := lacks(tc.ids, fps, pend); got != tc.want {
+			t.Errorf("lacks(%v) = %v, want %v", tc.ids, got, tc.want)
+		}
+	}
+}
