@@ -19,33 +19,12 @@ import (
 //
 //	go test ./index/retrieve -run '^$' -bench Retrieval -benchtime 300x
 func BenchmarkRetrieval(b *testing.B) {
-	n := 10000
-	if s := os.Getenv("LORE_BENCH_CHUNKS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n = v
-	}
 	var emb Embedder = HashEmbedder{Dim: 384}
 	if os.Getenv("LORE_BENCH_VECTORS") == "0" {
 		emb = nil
 	}
 	ctx := context.Background()
-	dir := b.TempDir()
-	db, err := store.Open(ctx, filepath.Join(dir, "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	start := time.Now()
-	ws, err := BenchCorpus(ctx, db, CorpusConfig{Chunks: n, Seed: 1, Embedder: emb})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("corpus: %d chunks in %s", n, time.Since(start).Round(time.Millisecond))
-	r := New(db, filepath.Join(dir, "vectors"), emb)
-	defer r.Close()
+	db, ws, r := benchRetriever(b, 10000, emb)
 	queries := BenchQueries(300, 2)
 	rep, err := Bench(ctx, r, ws, queries, Options{})
 	if err != nil {
@@ -97,28 +76,9 @@ func BenchmarkRetrieval(b *testing.B) {
 //
 //	go test ./index/retrieve -run '^$' -bench RefreshAfterEdit -benchtime 20x
 func BenchmarkRefreshAfterEdit(b *testing.B) {
-	n := 30000
-	if s := os.Getenv("LORE_BENCH_CHUNKS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n = v
-	}
 	emb := HashEmbedder{Dim: 384}
 	ctx := context.Background()
-	dir := b.TempDir()
-	db, err := store.Open(ctx, filepath.Join(dir, "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	ws, err := BenchCorpus(ctx, db, CorpusConfig{Chunks: n, Seed: 1, Embedder: emb})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := New(db, filepath.Join(dir, "vectors"), emb)
-	defer r.Close()
+	db, ws, r := benchRetriever(b, 30000, emb)
 	if err := r.Refresh(ctx, ws); err != nil {
 		b.Fatal(err)
 	}
@@ -147,4 +107,33 @@ func BenchmarkRefreshAfterEdit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchRetriever builds a BenchCorpus of LORE_BENCH_CHUNKS chunks (default n)
+// embedded by emb, in a folder removed after the benchmark.
+func benchRetriever(b *testing.B, n int, emb Embedder) (*store.DB, int64, *Retriever) {
+	b.Helper()
+	if s := os.Getenv("LORE_BENCH_CHUNKS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = v
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	db, err := store.Open(ctx, filepath.Join(dir, "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	start := time.Now()
+	ws, err := BenchCorpus(ctx, db, CorpusConfig{Chunks: n, Seed: 1, Embedder: emb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("corpus: %d chunks in %s", n, time.Since(start).Round(time.Millisecond))
+	r := New(db, filepath.Join(dir, "vectors"), emb)
+	b.Cleanup(func() { r.Close() })
+	return db, ws, r
 }
