@@ -29,7 +29,7 @@ CGO_ENV = CGO_ENABLED=1 \
 	CGO_CPPFLAGS="-I$(INC) -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK" \
 	CGO_CFLAGS="-O3 -march=$(CPU)" CGO_CXXFLAGS="-O3 -march=$(CPU)"
 
-.PHONY: env setup deps headers build demo test test-go test-web test-e2e test-app bench ui app clean
+.PHONY: env setup deps headers build demo test test-go test-web test-e2e test-app bench ui app wails clean
 
 setup: deps headers
 
@@ -75,6 +75,8 @@ app: headers ui
 	$(CGO_ENV) $(GO) build -tags '$(APP_TAGS)' -ldflags '-s -w' -o $(APP) .
 
 # The pinned Wails CLI (tools/go.mod): `wails build` for macOS/Windows packaging (see the README).
+wails: $(WAILS)
+
 $(WAILS): tools/go.mod tools/go.sum
 	$(GO) -C tools build -o $(WAILS) github.com/wailsapp/wails/v2/cmd/wails
 

@@ -36,7 +36,7 @@ import (
 var icon []byte
 
 func main() {
-	app.RunChild(os.Args) // a model runner or parse worker child process: never returns
+	app.RunChild(os.Args) // a model runner or parse worker child process serves and exits here
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "lore-desktop:", err)
 		os.Exit(1)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -93,7 +92,6 @@ type App struct {
 
 	inflight  map[string]bool       // request ids being answered
 	pendingUI map[string][2]float64 // UI timings reported before their trace was stored
-	modelErrs map[string]string     // saved models that could not be opened, by role
 }
 
 // DefaultDataDir is $LORE_DATA, else the OS's per-user data folder.
@@ -116,13 +114,16 @@ func DefaultDataDir() string {
 }
 
 // New opens the data folder and the configured models. Models load in the
+// DefaultQueueCapacity is Config.QueueCapacity's default.
+const DefaultQueueCapacity = 16
+
 // background; the chat model's system prefix is warmed as soon as it loads.
 func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = DefaultDataDir()
 	}
 	if cfg.QueueCapacity == 0 {
-		cfg.QueueCapacity = 16
+		cfg.QueueCapacity = DefaultQueueCapacity
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 5 * time.Minute
@@ -138,7 +139,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	a := &App{cfg: cfg, db: db, queue: engine.NewQueue(cfg.QueueCapacity), warmed: make(chan struct{}),
-		inflight: map[string]bool{}, pendingUI: map[string][2]float64{}, modelErrs: map[string]string{}}
+		inflight: map[string]bool{}, pendingUI: map[string][2]float64{}}
 	if a.settings, err = loadSettings(ctx, db); err != nil {
 		db.Close()
 		return nil, err
@@ -210,7 +211,6 @@ func (a *App) openModels() error {
 			if role.explicit {
 				return fmt.Errorf("%s model: %w", role.name, err)
 			}
-			a.modelErrs[role.name] = err.Error()
 			fmt.Fprintf(os.Stderr, "lore: %s model skipped: %v\n", role.name, err)
 			continue
 		}
@@ -301,13 +301,6 @@ func (a *App) retrieverNow() *retrieve.Retriever {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.retriever
-}
-
-// ModelErrors lists saved models that could not be opened, by role.
-func (a *App) ModelErrors() map[string]string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return maps.Clone(a.modelErrs)
 }
 
 func (a *App) embedder() retrieve.Embedder {

@@ -321,8 +321,7 @@ func (a *App) openChat(ctx context.Context, t *Trace, chatID int64, q string) ([
 			return nil, err
 		}
 		chatID = c.ID
-	}
-	if !a.chatIn(ctx, chatID, t.WorkspaceID) {
+	} else if !a.chatIn(ctx, chatID, t.WorkspaceID) {
 		return nil, fmt.Errorf("chat %d: %w in this workspace", chatID, ErrNotFound)
 	}
 	msgs, err := a.db.Messages(ctx, chatID)

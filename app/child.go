@@ -10,11 +10,11 @@ import (
 
 // RunChild serves the child-process roles Lore's binaries re-execute
 // themselves in: "runner" (one model, see engine) and "parse-worker"
-// (risky document formats, see index/parse). It returns false when args
-// name neither; otherwise it serves and exits the process.
-func RunChild(args []string) bool {
+// (risky document formats, see index/parse). When args name one it serves
+// and exits the process; otherwise it returns at once.
+func RunChild(args []string) {
 	if len(args) < 2 {
-		return false
+		return
 	}
 	switch args[1] {
 	case "runner":
@@ -26,5 +26,4 @@ func RunChild(args []string) bool {
 		}
 		os.Exit(0)
 	}
-	return false
 }

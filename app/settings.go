@@ -64,10 +64,11 @@ func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 	if s.EfSearch < 0 || s.EfSearch > 4096 || s.Threads < 0 || s.Threads > 256 || s.GPULayers < 0 || s.MaxTokens < 0 {
 		return fmt.Errorf("ef_search, threads, gpu_layers and max_tokens must be non-negative and sane")
 	}
-	if err := a.checkModels(ctx, s); err != nil {
-		return err
-	}
 	if cur := a.Settings(); cur.ChatModel != s.ChatModel || cur.EmbedModel != s.EmbedModel || cur.RerankModel != s.RerankModel {
+		// Discovering models reads every GGUF header found: only when they change.
+		if err := a.checkModels(ctx, s); err != nil {
+			return err
+		}
 		if err := a.switchModels(ctx, s); err != nil {
 			return err
 		}

@@ -159,7 +159,8 @@ func (db *DB) ReplaceDocument(ctx context.Context, d Document, chunks []Chunk) e
 		if deleted == 0 && len(chunks) == 0 {
 			return nil // nothing searchable changed
 		}
-		return bump(ctx, tx, d.WorkspaceID)
+		_, err = bump(ctx, tx, d.WorkspaceID)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: replace document %q: %w", d.Path, err)
@@ -227,7 +228,8 @@ func (db *DB) RenameDocument(ctx context.Context, id int64, to Document) error {
 		if err != nil {
 			return err
 		}
-		return bump(ctx, tx, ws)
+		_, err = bump(ctx, tx, ws)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: rename document %d to %q: %w", id, to.Path, err)
@@ -267,7 +269,8 @@ func (db *DB) DeleteDocument(ctx context.Context, id int64) error {
 		if err != nil {
 			return err
 		}
-		return bump(ctx, tx, ws)
+		_, err = bump(ctx, tx, ws)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete document %d: %w", id, err)

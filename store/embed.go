@@ -94,9 +94,8 @@ func (db *DB) PutEmbeddings(ctx context.Context, model string, embs []Embedding)
 			}
 			gen, ok := gens[ws]
 			if !ok {
-				if err := tx.QueryRowContext(ctx, `UPDATE workspaces SET generation = generation + 1 WHERE id = ?
-					RETURNING generation`, ws).Scan(&gen); err != nil {
-					return fmt.Errorf("workspace %d: %w", ws, err)
+				if gen, err = bump(ctx, tx, ws); err != nil {
+					return err
 				}
 				gens[ws] = gen
 			}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// SearchBM25Reference is the straightforward search the optimised SearchBM25 must agree
+// SearchBM25Reference is the straightforward search the optimised RankBM25 (through SearchBM25) must agree
 // with: every query word ORed, the whole match joined to chunks and documents, then
 // ranked. It is the correctness reference for tests and the "before" of the benchmark.
 func (db *DB) SearchBM25Reference(ctx context.Context, ws int64, query string, limit int) ([]Hit, error) {
@@ -46,7 +46,7 @@ var (
 	RankFirst  = (*DB).rankFirst
 )
 
-// Plan exposes SearchBM25's plan for a query's words.
+// Plan exposes RankBM25's plan for a query's words.
 func (db *DB) Plan(ctx context.Context, words []string, limit int) (searched, rare, common []string, bound float64) {
 	p := db.plan(ctx, words, limit)
 	return p.words, p.rare, p.common, p.bound

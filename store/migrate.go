@@ -197,7 +197,7 @@ var schemaV3 = []string{
 	`CREATE INDEX chat_messages_chat ON chat_messages(chat_id, id)`,
 }
 
-// schemaV4 exposes the FTS index's per-term document counts, which SearchBM25 uses to
+// schemaV4 exposes the FTS index's per-term document counts, which RankBM25 uses to
 // leave out words found in most chunks. An fts5vocab table stores nothing itself; it
 // reads chunks_fts's index, and read-only connections cannot create it.
 var schemaV4 = []string{

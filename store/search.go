@@ -125,7 +125,7 @@ func (db *DB) RankBM25(ctx context.Context, ws int64, query string, limit int) (
 	return out, nil
 }
 
-// searchPlan is how SearchBM25 searches for a query's words.
+// searchPlan is how RankBM25 searches for a query's words.
 type searchPlan struct {
 	words []string // the words searched, maybe fewer than asked
 	// When common is set, chunks holding a rare word are ranked first, scored by all

@@ -109,9 +109,14 @@ func (db *DB) Generation(ctx context.Context, ws int64) (int64, error) {
 	return g, nil
 }
 
-func bump(ctx context.Context, tx *sql.Tx, ws int64) error {
-	_, err := tx.ExecContext(ctx, `UPDATE workspaces SET generation = generation + 1 WHERE id = ?`, ws)
-	return err
+// bump moves workspace ws to its next generation and returns it.
+func bump(ctx context.Context, tx *sql.Tx, ws int64) (int64, error) {
+	var gen int64
+	err := tx.QueryRowContext(ctx, `UPDATE workspaces SET generation = generation + 1 WHERE id = ? RETURNING generation`, ws).Scan(&gen)
+	if err != nil {
+		return 0, fmt.Errorf("workspace %d: %w", ws, err)
+	}
+	return gen, nil
 }
 
 // AddFolder registers a folder (an absolute path) with a workspace; adding it again
@@ -150,7 +155,8 @@ func (db *DB) RemoveFolder(ctx context.Context, ws int64, path string) error {
 		if n, err = res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		return bump(ctx, tx, ws)
+		_, err = bump(ctx, tx, ws)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: remove folder %q: %w", path, err)

@@ -39,17 +39,7 @@ func askCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "%.1fs\n\n", time.Since(start).Seconds())
-	var sources []app.Source
-	tr, err := a.Ask(ctx, app.AskRequest{Question: q, Workspace: f.workspace, ChatID: *chat}, func(event string, data any) error {
-		switch event {
-		case "token":
-			fmt.Print(data.(map[string]string)["text"])
-		case "sources":
-			sources = data.([]app.Source)
-		}
-		return nil
-	})
-	fmt.Println()
+	tr, sources, err := streamAnswer(ctx, a, app.AskRequest{Question: q, Workspace: f.workspace, ChatID: *chat})
 	if tr == nil {
 		return err
 	}
@@ -59,18 +49,41 @@ func askCmd(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	if len(sources) > 0 {
-		fmt.Println("\nSources:")
-		for _, s := range sources {
-			loc := s.Document
-			if s.Heading != "" {
-				loc += " › " + s.Heading
-			}
-			fmt.Printf("  [%d] %s\n", s.N, loc)
-		}
-	}
+	printSources(sources)
 	printTrace(tr)
 	return err
+}
+
+// streamAnswer asks a question, printing the answer to stdout as it streams,
+// and returns the trace and the sources.
+func streamAnswer(ctx context.Context, a *app.App, req app.AskRequest) (*app.Trace, []app.Source, error) {
+	var sources []app.Source
+	tr, err := a.Ask(ctx, req, func(event string, data any) error {
+		switch event {
+		case "token":
+			fmt.Print(data.(map[string]string)["text"])
+		case "sources":
+			sources = data.([]app.Source)
+		}
+		return nil
+	})
+	fmt.Println()
+	return tr, sources, err
+}
+
+// printSources lists the sources an answer cites, with their headings.
+func printSources(sources []app.Source) {
+	if len(sources) == 0 {
+		return
+	}
+	fmt.Println("\nSources:")
+	for _, s := range sources {
+		loc := s.Document
+		if s.Heading != "" {
+			loc += " › " + s.Heading
+		}
+		fmt.Printf("  [%d] %s\n", s.N, loc)
+	}
 }
 
 // stageOrder is the order stages are shown in, as on the latency panel.

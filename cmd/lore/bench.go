@@ -7,7 +7,7 @@ import (
 
 func bench(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("bench: which one? engine")
+		return fmt.Errorf("bench: which one? engine, retrieval or load")
 	}
 	switch args[0] {
 	case "engine":
@@ -17,5 +17,5 @@ func bench(ctx context.Context, args []string) error {
 	case "load":
 		return benchLoad(ctx, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (engine)", args[0])
+	return fmt.Errorf("bench: unknown benchmark %q (engine, retrieval or load)", args[0])
 }

@@ -67,8 +67,8 @@ func benchLoad(ctx context.Context, args []string) error {
 	workspace := fs.String("workspace", "default", "workspace `name` to ask in")
 	concurrency := fs.Int("concurrency", 500, "concurrent streaming clients")
 	requests := fs.Int("requests", 1000, "asks in all")
-	maxTokens := fs.Int("max-tokens", 16, "tokens per answer (0 keeps the data folder's setting)")
-	queue := fs.Int("queue", 0, "the app's queue capacity (0: the app's default)")
+	maxTokens := fs.Int("max-tokens", 16, "tokens per answer, for the temporary library only (a --data folder keeps its settings)")
+	queue := fs.Int("queue", app.DefaultQueueCapacity, "the app's queue capacity")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per-request limit")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if _, err := parseArgs(fs, args); err != nil {
@@ -80,14 +80,14 @@ func benchLoad(ctx context.Context, args []string) error {
 	// Each client holds a socket and so does the server's side of it: 500
 	// clients need more than the usual soft limit of 1024 descriptors.
 	limit, err := raiseFDLimit()
-	if err != nil {
+	switch {
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "bench load: could not raise the open-file limit: %v\n", err)
+	case !*asJSON:
+		fmt.Fprintf(os.Stderr, "open-file limit %d (soft = hard)\n", limit)
 	}
 	if need := uint64(2**concurrency + 128); limit < need {
 		fmt.Fprintf(os.Stderr, "bench load: open-file limit %d is below the ~%d this run needs; expect failures\n", limit, need)
-	}
-	if !*asJSON {
-		fmt.Fprintf(os.Stderr, "open-file limit raised to %d (soft = hard)\n", limit)
 	}
 
 	a, cleanup, err := loadApp(ctx, *data, *model, *embedModel, *workspace, *queue, *maxTokens, !*asJSON)
@@ -250,7 +250,9 @@ func loadApp(ctx context.Context, data, model, embed, workspace string, queue, m
 		a.Close()
 		cleanup()
 	}
-	if maxTokens > 0 {
+	// The user's own library keeps its settings: saving would also keep the
+	// one-run --model overrides app.New applied.
+	if fresh && maxTokens > 0 {
 		s := a.Settings()
 		s.MaxTokens = maxTokens
 		if err := a.SaveSettings(ctx, s); err != nil {

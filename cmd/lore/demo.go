@@ -76,24 +76,11 @@ func demo(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "chat model loaded and system prefix warmed in %.1fs\n\nQ: %s\nA: ", time.Since(start).Seconds(), *question)
-	var sources []app.Source
-	tr, err := a.Ask(ctx, app.AskRequest{Question: *question, Workspace: "demo"}, func(event string, data any) error {
-		switch event {
-		case "token":
-			fmt.Print(data.(map[string]string)["text"])
-		case "sources":
-			sources = data.([]app.Source)
-		}
-		return nil
-	})
-	fmt.Println()
+	tr, sources, err := streamAnswer(ctx, a, app.AskRequest{Question: *question, Workspace: "demo"})
 	if err != nil {
 		return err
 	}
-	fmt.Println("\nSources:")
-	for _, s := range sources {
-		fmt.Printf("  [%d] %s\n", s.N, s.Document)
-	}
+	printSources(sources)
 	printTrace(tr)
 	fmt.Printf("\nData in %s. Try: bin/lore serve --data %s --model %s --embed-model %s\n",
 		*dir, filepath.Join(*dir, "data"), chat, embed)

@@ -22,7 +22,7 @@ type command struct {
 
 var commands = map[string]command{
 	"synth-model": {"write a synthetic GGUF model for tests and benchmarks", synthModel},
-	"bench":       {"benchmarks: bench engine --model FILE [--json]", bench},
+	"bench":       {"benchmarks: bench engine|retrieval|load [--json]", bench},
 	"demo":        {"index a sample library with synthetic models and stream an answer with its timings", demo},
 	"index":       {"index folders: index [--workspace W] [--embed-model F] PATH...", indexCmd},
 	"search":      {"search the library: search [--json] \"query\"", searchCmd},
@@ -33,7 +33,7 @@ var commands = map[string]command{
 }
 
 func main() {
-	app.RunChild(os.Args) // a model runner or parse worker child process: never returns
+	app.RunChild(os.Args) // a model runner or parse worker child process serves and exits here
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		return

@@ -18,6 +18,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, createWriteS
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { steps } from './steps.mjs';
 
 const repo = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const bin = resolve(process.argv[2] ?? join(repo, 'bin/lore-desktop'));
@@ -35,19 +36,7 @@ for (const [f, hint] of [[bin, 'make app'], [lore, 'make build']]) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-let passed = 0;
-const failures = [];
-async function step(name, fn) {
-  const t = Date.now();
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
-  } catch (e) {
-    failures.push(name);
-    console.log(`FAIL ${name}\n     ${String(e?.stack ?? e).split('\n').slice(0, 4).join('\n     ')}`);
-  }
-}
+const { step, finish } = steps();
 
 const data = mkdtempSync(join(tmpdir(), 'lore-app-data-'));
 let xvfb, appProc, display, windowId;
@@ -143,8 +132,7 @@ try {
   await sleep(200);
   rmSync(data, { recursive: true, force: true });
 }
-console.log(`${passed} passed, ${failures.length} failed`);
-process.exit(failures.length ? 1 : 0);
+finish();
 
 /** Starts Xvfb on a free display (-displayfd) and returns ":N". */
 function startXvfb() {

@@ -22,6 +22,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { launch, watchPage } from './browser.mjs';
+import { steps } from './steps.mjs';
 
 const repo = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const LORE = resolve(process.env.LORE_BIN ?? join(repo, 'bin/lore'));
@@ -44,19 +45,7 @@ const T_ANSWER = 120_000;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const started = Date.now();
-let passed = 0;
-const failures = [];
-async function step(name, fn) {
-  const t = Date.now();
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
-  } catch (e) {
-    failures.push(name);
-    console.log(`FAIL ${name} (${((Date.now() - t) / 1000).toFixed(1)} s)\n     ${String(e?.stack ?? e).split('\n').slice(0, 5).join('\n     ')}`);
-  }
-}
+const { step, finish, failures } = steps();
 
 // ---------------------------------------------------------------------------------------------- fixtures
 
@@ -528,8 +517,7 @@ try {
   else rmSync(tmp, { recursive: true, force: true });
 }
 console.log(`artefacts in ${ART}; ${((Date.now() - started) / 1000).toFixed(0)} s`);
-console.log(`${passed} passed, ${failures.length} failed`);
-process.exit(failures.length ? 1 : 0);
+finish();
 
 /** Keeps a repository-local test-artifacts/ folder out of git without touching the repository's .gitignore. */
 function ignoreArtifacts(dir) {

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { launch, watchPage } from './browser.mjs';
 import { startMockServer } from './mock-server.mjs';
+import { steps } from './steps.mjs';
 
 if (!existsSync(new URL('../dist/index.html', import.meta.url))) {
   console.error('dist/ is missing: run `npm run build` first');
@@ -16,18 +17,7 @@ if (!existsSync(new URL('../dist/index.html', import.meta.url))) {
 }
 const server = await startMockServer({ prefillMs: 1500 });
 const browser = await launch();
-let passed = 0;
-const failures = [];
-async function step(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok  ${name}`);
-  } catch (e) {
-    failures.push(name);
-    console.log(`FAIL ${name}\n     ${String(e?.stack ?? e).split('\n').slice(0, 4).join('\n     ')}`);
-  }
-}
+const { step, finish } = steps();
 
 try {
   const page = await browser.newPage();
@@ -220,5 +210,4 @@ try {
   await browser.close();
   await server.close();
 }
-console.log(`${passed} passed, ${failures.length} failed`);
-process.exit(failures.length ? 1 : 0);
+finish();

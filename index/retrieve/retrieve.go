@@ -87,7 +87,7 @@ type Passage struct {
 type Step struct{ Start, Ms float64 }
 
 // Timing holds each stage of a search. Embed and Vector run alongside BM25;
-// Fetch loads the text of passages only the vector search found.
+// Fetch loads the texts of the passages kept.
 type Timing struct{ Embed, Vector, BM25, Fuse, Fetch, Total Step }
 
 // Modes of a Result.
