@@ -1,10 +1,8 @@
 # Lore build entry point. `make setup` prepares a fresh Debian/Ubuntu machine (as root);
-# every other target assumes it ran. CPU picks the kernel baseline: native (default, fastest
-# on this machine) or a portable level such as x86-64-v3 for builds that ship.
+# every other target assumes it ran.
 
 SHELL   := /bin/bash
 GO      ?= go
-CPU     ?= native
 TAGS    := sqlite_fts5
 BIN     := bin
 INC     := $(CURDIR)/.build/include
@@ -22,14 +20,33 @@ OLLAMA_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 MALGO      := github.com/gen2brain/malgo@v0.11.24
 MALGO_DIR   = $(shell $(GO) mod download -json $(MALGO) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')
 
-# GGML_USE_CPU_REPACK is what llama.cpp's CMake always defines; without it the interleaved
-# Q4_0 kernels go unused (~1.5x prefill). The llama.cpp include paths let engine/ call C
-# functions the Go binding leaves out. Changing any of these rebuilds llama.cpp (minutes).
-CGO_ENV = CGO_ENABLED=1 \
-	CGO_CPPFLAGS="-I$(INC) -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK" \
-	CGO_CFLAGS="-O3 -march=$(CPU)" CGO_CXXFLAGS="-O3 -march=$(CPU)"
+# Only the model runner links llama.cpp, so it alone is compiled per CPU level: one
+# lore-runner-<variant> per entry below, shipped side by side; at run time the engine starts the
+# best one the CPU supports (engine/cpu, which must list the same names). `make build` compiles
+# the variant this machine picks; `make dist` all of them (each is a llama.cpp build: minutes).
+RUNNER_VARIANTS_amd64 := amx avx512 avx2 sse4
+RUNNER_VARIANTS_arm64 := arm64
+RUNNER_VARIANTS := $(RUNNER_VARIANTS_$(shell $(GO) env GOARCH))
+EXE := $(shell $(GO) env GOEXE)
+FLAGS_sse4   := -march=x86-64-v2
+FLAGS_avx2   := -march=x86-64-v3
+FLAGS_avx512 := -march=x86-64-v4 -mavx512vnni -mavx512vbmi
+FLAGS_amx    := $(FLAGS_avx512) -mavx512bf16 -mamx-tile -mamx-int8 -mamx-bf16
+FLAGS_arm64  :=
+# VARIANT: the runner build `make build`, `make env` and `go test` use; by default what
+# `lore cpu --best` says for this machine (worked out once, when first needed).
+VARIANT = $(eval VARIANT := $(shell $(GO) run -tags '$(TAGS)' ./cmd/lore cpu --best))$(VARIANT)
 
-.PHONY: env setup deps headers build demo test test-go test-web test-e2e test-app bench ui app wails clean
+# GGML_USE_CPU_REPACK is what llama.cpp's CMake always defines; without it the interleaved
+# Q4_0 kernels go unused (~1.5x prefill). -O3 and the variant's flags: the module's cgo
+# directives alone compile ggml without SIMD. The llama.cpp include paths let engine/ call C
+# functions the Go binding leaves out. Changing any of these rebuilds llama.cpp (minutes).
+cgo_env = CGO_ENABLED=1 \
+	CGO_CPPFLAGS="-I$(INC) -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include -DGGML_USE_CPU_REPACK" \
+	CGO_CFLAGS="-O3 $(FLAGS_$(1))" CGO_CXXFLAGS="-O3 $(FLAGS_$(1))"
+CGO_ENV = $(call cgo_env,$(VARIANT))
+
+.PHONY: env setup deps headers build lore runner dist demo test test-go test-web test-e2e test-app bench ui app wails clean
 
 setup: deps headers
 
@@ -45,15 +62,30 @@ $(INC)/miniaudio/miniaudio.h:
 	mkdir -p $(dir $@)
 	cp $(MALGO_DIR)/miniaudio.h $@
 
-build: headers ui
-	$(CGO_ENV) $(GO) build -tags '$(TAGS)' -o $(BIN)/lore ./cmd/lore
+build: lore
+	$(MAKE) --no-print-directory runner VARIANT=$(VARIANT)
+
+lore: headers ui
+	$(GO) build -tags '$(TAGS)' -o $(BIN)/lore ./cmd/lore
+
+# One runner: `make runner VARIANT=avx2` writes bin/lore-runner-avx2.
+runner: headers
+	@test -n "$(filter $(VARIANT),$(RUNNER_VARIANTS))" || { echo "VARIANT must be one of: $(RUNNER_VARIANTS)"; exit 2; }
+	$(CGO_ENV) $(GO) build -tags '$(TAGS)' -o $(BIN)/lore-runner-$(VARIANT)$(EXE) ./cmd/lore-runner
+
+# Everything that ships: bin/lore and every runner variant.
+dist: lore
+	for v in $(RUNNER_VARIANTS); do $(MAKE) --no-print-directory runner VARIANT=$$v || exit; done
 
 demo: setup build
 	./$(BIN)/lore demo
 
+# The tests run the real runner programs from bin/ (LORE_RUNNER_DIR): this machine's variant and,
+# on x86-64, the avx2 fallback too, so that the portable path is exercised on every CPU.
 test: setup ui build
+	$(if $(filter avx2,$(RUNNER_VARIANTS)),$(MAKE) --no-print-directory runner VARIANT=avx2)
 	$(CGO_ENV) $(GO) vet -tags '$(TAGS)' ./...
-	$(CGO_ENV) LORE_BIN=$(CURDIR)/$(BIN)/lore $(GO) test -tags '$(TAGS)' -count=1 ./...
+	$(CGO_ENV) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) $(GO) test -tags '$(TAGS)' -count=1 ./...
 	$(MAKE) --no-print-directory test-web test-e2e test-app
 
 # The web UI: frontend/dist, embedded by bin/lore and the desktop app (Node >= 20.19). Rebuilt when a
@@ -70,9 +102,10 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 	cd frontend && npm ci
 
 # The desktop app (Linux: GTK 3 + WebKitGTK 4.1). A plain `go build` with Wails' tags: `wails build` would
-# add -I build/ to CGO_CXXFLAGS, which rebuilds llama.cpp. Other platforms: see the README.
-app: headers ui
-	$(CGO_ENV) $(GO) build -tags '$(APP_TAGS)' -ldflags '-s -w' -o $(APP) .
+# add -I build/ to CGO_CXXFLAGS. Other platforms: see the README.
+# It starts the runners that `make build` puts beside it in bin/.
+app: headers ui build
+	$(GO) build -tags '$(APP_TAGS)' -ldflags '-s -w' -o $(APP) .
 
 # The pinned Wails CLI (tools/go.mod): `wails build` for macOS/Windows packaging (see the README).
 wails: $(WAILS)
@@ -97,6 +130,6 @@ clean:
 	rm -rf $(BIN) .build
 
 # `eval "$$(make -s env)"` gives a shell the same cgo flags as the build, so plain `go test`
-# reuses the compiled llama.cpp instead of rebuilding it.
+# reuses the compiled llama.cpp instead of rebuilding it, and finds the runners in bin/.
 env: headers
-	@echo 'export $(CGO_ENV) GOFLAGS="-tags=$(TAGS)"'
+	@echo 'export $(CGO_ENV) GOFLAGS="-tags=$(TAGS)" LORE_RUNNER_DIR="$(CURDIR)/$(BIN)"'

@@ -547,6 +547,14 @@ func (d *App) Models() ([]app.ModelFile, error) {
 	return ms, err
 }
 
+// System describes the CPU, the runner builds and the models in use.
+func (d *App) System() (app.System, error) {
+	if _, err := d.ready(); err != nil {
+		return app.System{}, err
+	}
+	return d.core.System(), nil
+}
+
 // Settings returns the current settings.
 func (d *App) Settings() (app.Settings, error) {
 	if _, err := d.ready(); err != nil {

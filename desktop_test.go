@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lore/app"
+	"lore/index/parse"
 	"lore/index/retrieve"
 )
 
@@ -19,9 +20,10 @@ import (
 // runtime replaced by recorders: no GTK, no WebKit, no models (answers are
 // extractive).
 
-// The test binary doubles as the model runner and the parse worker.
+// The test binary doubles as the parse worker; models run in the
+// lore-runner-<variant> programs that `make test` builds (LORE_RUNNER_DIR).
 func TestMain(m *testing.M) {
-	app.RunChild(os.Args) // the test binary doubles as runner and parse worker
+	parse.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
 	os.Exit(m.Run())
 }
 

@@ -8,8 +8,8 @@
 // need no GTK or WebKit.
 //
 // Data lives in $LORE_DATA, else the per-user data folder (as for `lore`).
-// The binary re-executes itself as the model runner and the parse worker,
-// like bin/lore.
+// The binary re-executes itself as the parse worker, like bin/lore, and
+// starts the lore-runner-<variant> program beside it for models.
 package main
 
 import (
@@ -28,6 +28,7 @@ import (
 
 	"lore/app"
 	"lore/frontend"
+	"lore/index/parse"
 )
 
 // icon is the window and About icon (also what `wails build` packages for macOS and Windows).
@@ -36,7 +37,7 @@ import (
 var icon []byte
 
 func main() {
-	app.RunChild(os.Args) // a model runner or parse worker child process serves and exits here
+	parse.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "lore-desktop:", err)
 		os.Exit(1)

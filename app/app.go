@@ -52,9 +52,6 @@ type Config struct {
 	DataDir string
 	// Models override the saved settings for this run ("" keeps them).
 	ChatModel, EmbedModel, RerankModel string
-	// RunnerCmd/RunnerEnv start model runners (tests re-execute themselves).
-	RunnerCmd []string
-	RunnerEnv []string
 	// WorkerCmd starts a parse worker (default: this executable with "parse-worker").
 	WorkerCmd []string
 	// QueueCapacity bounds questions waiting for the engine; beyond it Ask
@@ -220,8 +217,7 @@ func (a *App) openModels() error {
 }
 
 func (a *App) openModel(path string, s Settings) (*engine.Model, error) {
-	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers,
-		RunnerCmd: a.cfg.RunnerCmd, RunnerEnv: a.cfg.RunnerEnv})
+	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers})
 }
 
 // switchModels replaces the models whose paths changed in s, between two

@@ -11,12 +11,14 @@ import (
 
 	"lore/app"
 	"lore/engine/synth"
+	"lore/index/parse"
 	"lore/index/retrieve"
 )
 
-// The test binary doubles as the model runner and the parse worker.
+// The test binary doubles as the parse worker; models run in the
+// lore-runner-<variant> programs that `make test` builds (LORE_RUNNER_DIR).
 func TestMain(m *testing.M) {
-	app.RunChild(os.Args) // the test binary doubles as runner and parse worker
+	parse.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
 	os.Exit(m.Run())
 }
 
@@ -69,7 +71,7 @@ type opts struct{ chat, embed, rerank bool }
 func newApp(t *testing.T, o opts) *app.App {
 	t.Helper()
 	dir := setup(t)
-	cfg := app.Config{DataDir: t.TempDir(), RunnerCmd: []string{os.Args[0], "runner"},
+	cfg := app.Config{DataDir: t.TempDir(),
 		WorkerCmd: []string{os.Args[0], "parse-worker"}}
 	if o.chat {
 		cfg.ChatModel = filepath.Join(dir, "chat.gguf")
@@ -247,7 +249,7 @@ func TestEmbeddingModelGone(t *testing.T) {
 	}
 	src := setup(t)
 	a, err := app.New(context.Background(), app.Config{DataDir: t.TempDir(), ChatModel: filepath.Join(src, "chat.gguf"),
-		EmbedModel: emb, RunnerCmd: []string{os.Args[0], "runner"}, WorkerCmd: []string{os.Args[0], "parse-worker"}})
+		EmbedModel: emb, WorkerCmd: []string{os.Args[0], "parse-worker"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func TestEmbeddingModelGone(t *testing.T) {
 	}
 	a.Close() // stop the runners, then lose the file
 	a, err = app.New(context.Background(), app.Config{DataDir: a.DataDir(), ChatModel: filepath.Join(src, "chat.gguf"),
-		EmbedModel: emb, RunnerCmd: []string{os.Args[0], "runner"}, WorkerCmd: []string{os.Args[0], "parse-worker"}})
+		EmbedModel: emb, WorkerCmd: []string{os.Args[0], "parse-worker"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +357,7 @@ func TestWatchKeepsWorkspaceCurrent(t *testing.T) {
 	lib := t.TempDir()
 	os.WriteFile(filepath.Join(lib, "first.md"), []byte("# First\n\nThe lighthouse keeper logs the weather.\n"), 0o644)
 	a, err := app.New(context.Background(), app.Config{DataDir: t.TempDir(), Watch: true,
-		RunnerCmd: []string{os.Args[0], "runner"}, WorkerCmd: []string{os.Args[0], "parse-worker"}})
+		WorkerCmd: []string{os.Args[0], "parse-worker"}})
 	if err != nil {
 		t.Fatal(err)
 	}

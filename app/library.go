@@ -46,7 +46,7 @@ func newIndexer(a *App) *indexer {
 	workerCmd := a.cfg.WorkerCmd
 	if workerCmd == nil {
 		if exe, err := os.Executable(); err == nil {
-			workerCmd = []string{exe, "parse-worker"}
+			workerCmd = []string{exe, parse.WorkerArg}
 		}
 	}
 	ix := &ingest.Indexer{DB: a.db, Parser: parse.New(parse.Options{WorkerCmd: workerCmd})}

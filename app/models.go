@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"lore/engine"
+	"lore/engine/cpu"
 	"lore/engine/gguf"
 )
 
@@ -150,4 +152,38 @@ func availableRAM() uint64 {
 		}
 	}
 	return 0
+}
+
+// System is what the Models view shows about the machine: the CPU, the
+// runner builds, and for each loaded model the build it runs on and where
+// llama.cpp put its weights.
+type System struct {
+	CPU    cpu.Status    `json:"cpu"`
+	Loaded []LoadedModel `json:"loaded"`
+}
+
+// LoadedModel is a model whose runner is configured (it may not have started
+// yet: Runner is then empty).
+type LoadedModel struct {
+	Role       string            `json:"role"` // chat, embedding, rerank
+	Path       string            `json:"path"`
+	CPUVariant string            `json:"cpu_variant"`
+	Runner     engine.RunnerInfo `json:"runner"`
+}
+
+// System reports the CPU, the runner builds and the models in use.
+func (a *App) System() System {
+	s := System{CPU: cpu.Describe(), Loaded: []LoadedModel{}}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range []struct {
+		role string
+		m    any
+	}{{"chat", a.chat}, {"embedding", a.embed}, {"rerank", a.rerank}} {
+		if m, ok := r.m.(*engine.Model); ok && m != nil {
+			s.Loaded = append(s.Loaded, LoadedModel{Role: r.role, Path: m.Info().Path,
+				CPUVariant: m.Info().CPUVariant, Runner: m.Runner()})
+		}
+	}
+	return s
 }

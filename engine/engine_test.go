@@ -17,12 +17,14 @@ import (
 	"lore/engine/synth"
 )
 
-// The test binary doubles as the runner: the engine re-executes it with
-// LORE_TEST_RUNNER=1, as the real binary re-executes itself as `lore runner`.
+// The test binary doubles as the runner: children inherit
+// LORE_TEST_RUNNER=1 and serve as lore-runner-<variant> would.
+// TestVariants runs the real runner programs.
 func TestMain(m *testing.M) {
 	if os.Getenv("LORE_TEST_RUNNER") == "1" {
 		llamarunner.Main()
 	}
+	os.Setenv("LORE_TEST_RUNNER", "1")
 	os.Exit(m.Run())
 }
 
@@ -53,8 +55,7 @@ func models(t *testing.T) (chat, embed string) {
 
 func open(t *testing.T, path string) *engine.Model {
 	t.Helper()
-	m, err := engine.Open(engine.Options{Path: path, NumCtx: 1024, Threads: 2,
-		RunnerCmd: []string{os.Args[0]}, RunnerEnv: []string{"LORE_TEST_RUNNER=1"}})
+	m, err := engine.Open(engine.Options{Path: path, NumCtx: 1024, Threads: 2, Runner: os.Args[0]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,15 @@ import (
 	"sync"
 	"time"
 
+	"lore/engine/cpu"
 	"lore/engine/gguf"
+	"lore/engine/wire"
+)
+
+// Stats and Sampling are the wire protocol's types, part of the engine's API.
+type (
+	Stats    = wire.Stats
+	Sampling = wire.Sampling
 )
 
 // Options configures a Model. Zero values take defaults.
@@ -33,9 +41,9 @@ type Options struct {
 	// QueueCapacity bounds waiting callers; beyond it calls fail with ErrBusy
 	// (default 64, negative means unbounded).
 	QueueCapacity int
-	// RunnerCmd starts a runner (default: this executable with "runner").
-	RunnerCmd []string
-	RunnerEnv []string
+	// Runner is the runner program (default: the best lore-runner-<variant>
+	// for this CPU, see engine/cpu).
+	Runner string
 }
 
 // Info describes a loaded model.
@@ -45,6 +53,16 @@ type Info struct {
 	Template string `json:"template"`
 	NumCtx   int    `json:"num_ctx"`
 	Threads  int    `json:"threads"`
+	// CPUVariant is the runner build in use (avx512, avx2, …).
+	CPUVariant string `json:"cpu_variant"`
+}
+
+// RunnerInfo is what the runner reported about itself when it loaded the
+// model: llama.cpp's CPU feature line and where the weights went
+// (CPU_REPACK, AMX, CPU_Mapped, a GPU…), read from its log.
+type RunnerInfo struct {
+	System  string   `json:"system"`
+	Buffers []string `json:"weight_buffers"`
 }
 
 // Model is one GGUF model served by a supervised runner process.
@@ -55,9 +73,11 @@ type Model struct {
 	tmpl  *Template
 	queue *Queue
 
-	mu   sync.Mutex // guards proc and warm
-	proc *process
-	warm string // prompt prefix to restore after a restart
+	mu     sync.Mutex // guards proc, warm, loaded and closed
+	proc   *process
+	warm   string // prompt prefix to restore after a restart
+	loaded RunnerInfo
+	closed bool
 }
 
 // Open validates the file's GGUF header and prepares a model. The runner
@@ -84,7 +104,7 @@ func Open(opt Options) (*Model, error) {
 		opt.NumCtx = int(gi.ContextLength)
 	}
 	if opt.Threads <= 0 {
-		opt.Threads = PhysicalCores()
+		opt.Threads = cpu.PhysicalCores()
 	}
 	if opt.FlashAttention == "" {
 		opt.FlashAttention = "off"
@@ -92,12 +112,13 @@ func Open(opt Options) (*Model, error) {
 	if opt.QueueCapacity == 0 {
 		opt.QueueCapacity = 64
 	}
-	if len(opt.RunnerCmd) == 0 {
-		exe, err := os.Executable()
+	variant := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(opt.Runner), cpu.RunnerPrefix), ".exe")
+	if opt.Runner == "" {
+		r, err := cpu.Default()
 		if err != nil {
-			return nil, fmt.Errorf("find runner executable: %w", err)
+			return nil, err
 		}
-		opt.RunnerCmd = []string{exe, "runner"}
+		opt.Runner, variant = r.Path, r.Variant.Name
 	}
 	tmpl := TemplateFor(gi.ChatTemplate)
 	st, err := os.Stat(opt.Path)
@@ -111,7 +132,7 @@ func Open(opt Options) (*Model, error) {
 		tmpl:  tmpl,
 		queue: NewQueue(max(opt.QueueCapacity, 0)),
 		info: Info{Info: gi, Path: opt.Path, Template: tmpl.Name,
-			NumCtx: opt.NumCtx, Threads: opt.Threads},
+			NumCtx: opt.NumCtx, Threads: opt.Threads, CPUVariant: variant},
 	}, nil
 }
 
@@ -125,8 +146,26 @@ func (m *Model) ID() string { return m.id }
 // Template is the model's prompt format.
 func (m *Model) Template() *Template { return m.tmpl }
 
-// Queue exposes the model's wait queue.
-func (m *Model) Queue() *Queue { return m.queue }
+// Runner reports what the runner said when it last loaded the model (zero
+// before it has).
+func (m *Model) Runner() RunnerInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.loaded
+}
+
+// noteLog keeps the runner's log lines that describe the build and the
+// weights' buffers.
+func (m *Model) noteLog(line string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, sys, ok := strings.Cut(line, " INFO system "); ok {
+		m.loaded = RunnerInfo{System: sys} // a fresh load
+	} else if i := strings.Index(line, " model buffer size"); i > 0 && strings.HasPrefix(line, "load_tensors:") {
+		m.loaded.Buffers = append(m.loaded.Buffers, strings.Join(strings.Fields(line[len("load_tensors:"):i]), " ")+
+			" "+strings.TrimSpace(strings.TrimPrefix(line[i+len(" model buffer size"):], " =")))
+	}
+}
 
 // Start starts the runner and loads the model now rather than on first use.
 func (m *Model) Start(ctx context.Context) error {
@@ -152,10 +191,11 @@ func (m *Model) RunnerPID() int {
 // Close stops the runner, freeing the model's memory.
 func (m *Model) Close() error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc != nil {
-		m.proc.close()
-		m.proc = nil
+	p := m.proc
+	m.proc, m.closed = nil, true
+	m.mu.Unlock()
+	if p != nil {
+		p.close()
 	}
 	return nil
 }
@@ -164,33 +204,52 @@ func (m *Model) Close() error {
 // its cache, starting a fresh one if the last died. The caller holds the queue.
 func (m *Model) runner(ctx context.Context) (*process, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc != nil && m.proc.alive() {
-		return m.proc, nil
+	p, warm, closed := m.proc, m.warm, m.closed
+	m.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case p != nil && p.alive():
+		return p, nil
 	}
-	p, err := startProcess(m.opt.RunnerCmd, m.opt.RunnerEnv)
+	// The file is checked again before every (re)load: it may have been
+	// replaced since Open, and llama.cpp must never see an unchecked file.
+	if _, err := gguf.Open(m.opt.Path); err != nil {
+		return nil, fmt.Errorf("model %s: %w", m.opt.Path, err)
+	}
+	p, err := startProcess([]string{m.opt.Runner}, m.noteLog)
 	if err != nil {
 		return nil, err
 	}
-	load := &LoadParams{Path: m.opt.Path, NumCtx: m.opt.NumCtx, Batch: m.opt.Batch, Seqs: m.opt.Seqs,
+	load := &wire.LoadParams{Path: m.opt.Path, NumCtx: m.opt.NumCtx, Batch: m.opt.Batch, Seqs: m.opt.Seqs,
 		Threads: m.opt.Threads, GPULayers: m.opt.GPULayers, FlashAttention: m.opt.FlashAttention,
 		Pooling: max(int(m.info.PoolingType), 0)}
-	err = p.call(ctx, Request{Op: "load", Load: load}, func(Reply) error { return nil })
+	err = p.call(ctx, wire.Request{Op: "load", Load: load}, func(wire.Reply) error { return nil })
 	if err != nil {
 		p.close()
 		return nil, fmt.Errorf("load %s: %w", filepath.Base(m.opt.Path), err)
 	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		p.close()
+		return nil, ErrClosed
+	}
 	m.proc = p
-	if m.warm != "" {
-		if err := p.call(ctx, Request{Op: "prefill", Text: m.warm}, func(Reply) error { return nil }); err != nil {
+	m.mu.Unlock()
+	if warm != "" {
+		if err := p.call(ctx, wire.Request{Op: "prefill", Text: warm}, func(wire.Reply) error { return nil }); err != nil {
 			return nil, fmt.Errorf("warm prefix: %w", err)
 		}
 	}
 	return p, nil
 }
 
+// ErrClosed is returned by a Model after Close.
+var ErrClosed = errors.New("model closed")
+
 // do runs one request under the queue and returns the time it waited.
-func (m *Model) do(ctx context.Context, req Request, fn func(Reply) error) (time.Duration, error) {
+func (m *Model) do(ctx context.Context, req wire.Request, fn func(wire.Reply) error) (time.Duration, error) {
 	release, waited, err := m.queue.Acquire(ctx)
 	if err != nil {
 		return waited, err
@@ -231,7 +290,7 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 	var st Stats
 	var sent time.Time
 	firstSeen := false
-	wire := Request{Op: "generate", Text: prompt, Sampling: req.Sampling, MaxTokens: req.MaxTokens,
+	call := wire.Request{Op: "generate", Text: prompt, Sampling: req.Sampling, MaxTokens: req.MaxTokens,
 		Stop: append(append([]string(nil), m.tmpl.Stops...), req.Stop...)}
 	release, waited, err := m.queue.Acquire(ctx)
 	st.QueueMs = ms(waited)
@@ -244,7 +303,7 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 		return st, err
 	}
 	sent = time.Now()
-	err = p.call(ctx, wire, func(r Reply) error {
+	err = p.call(ctx, call, func(r wire.Reply) error {
 		if r.Plan != nil && req.OnPlan != nil {
 			req.OnPlan(*r.Plan)
 		}
@@ -280,7 +339,7 @@ func (m *Model) Warm(ctx context.Context, prefix string) (Stats, error) {
 // Prefill evaluates text into the KV cache without generating.
 func (m *Model) Prefill(ctx context.Context, text string) (Stats, error) {
 	var st Stats
-	waited, err := m.do(ctx, Request{Op: "prefill", Text: text}, func(r Reply) error {
+	waited, err := m.do(ctx, wire.Request{Op: "prefill", Text: text}, func(r wire.Reply) error {
 		if r.Stats != nil {
 			st = *r.Stats
 		}
@@ -294,7 +353,7 @@ func (m *Model) Prefill(ctx context.Context, text string) (Stats, error) {
 // <|im_start|>.
 func (m *Model) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {
 	var toks []int
-	_, err := m.do(ctx, Request{Op: "tokenize", Text: text, Special: special}, func(r Reply) error {
+	_, err := m.do(ctx, wire.Request{Op: "tokenize", Text: text, Special: special}, func(r wire.Reply) error {
 		toks = r.Tokens
 		return nil
 	})
@@ -307,7 +366,7 @@ func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 		return nil, nil
 	}
 	var vecs [][]float32
-	_, err := m.do(ctx, Request{Op: "embed", Texts: texts}, func(r Reply) error {
+	_, err := m.do(ctx, wire.Request{Op: "embed", Texts: texts}, func(r wire.Reply) error {
 		vecs = r.Vectors
 		return nil
 	})
@@ -323,7 +382,7 @@ func (m *Model) Rerank(ctx context.Context, query string, docs []string) ([]floa
 		return nil, ErrNotReranker
 	}
 	var scores []float32
-	_, err := m.do(ctx, Request{Op: "rerank", Query: query, Texts: docs}, func(r Reply) error {
+	_, err := m.do(ctx, wire.Request{Op: "rerank", Query: query, Texts: docs}, func(r wire.Reply) error {
 		scores = r.Scores
 		return nil
 	})

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"time"
+
+	"lore/engine/wire"
 )
 
 // process is one supervised runner child. Requests are serialised by the
@@ -19,7 +20,7 @@ import (
 type process struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
-	replies chan Reply
+	replies chan wire.Reply
 	dead    chan struct{} // closed once the child has exited
 	exitErr error         // set before dead is closed
 	logs    *tail
@@ -30,9 +31,9 @@ type process struct {
 // ErrRunnerDied wraps every failure caused by the runner process exiting.
 var ErrRunnerDied = errors.New("model runner stopped")
 
-func startProcess(argv, env []string) (*process, error) {
+// startProcess starts argv; onLog, if set, sees each line the runner logs.
+func startProcess(argv []string, onLog func(string)) (*process, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -41,8 +42,8 @@ func startProcess(argv, env []string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdin, replies: make(chan Reply, 64),
-		dead: make(chan struct{}), logs: newTail(40)}
+	p := &process{cmd: cmd, stdin: stdin, replies: make(chan wire.Reply, 64),
+		dead: make(chan struct{}), logs: newTail(40, onLog)}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start runner %s: %w", argv[0], err)
@@ -55,9 +56,9 @@ func (p *process) readLoop(stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
 	for sc.Scan() {
-		var r Reply
+		var r wire.Reply
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			r = Reply{Error: fmt.Sprintf("bad reply from runner: %v", err), Done: true}
+			r = wire.Reply{Error: fmt.Sprintf("bad reply from runner: %v", err), Done: true}
 		}
 		p.replies <- r
 	}
@@ -78,7 +79,7 @@ func (p *process) alive() bool {
 	}
 }
 
-func (p *process) send(r Request) error {
+func (p *process) send(r wire.Request) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -105,7 +106,7 @@ func (p *process) deathError(cause error) error {
 // call sends req and passes each reply to fn until one is Done. If ctx ends
 // first, the runner is asked to cancel and call keeps reading until it
 // finishes; a runner that does not stop within grace is killed.
-func (p *process) call(ctx context.Context, req Request, fn func(Reply) error) error {
+func (p *process) call(ctx context.Context, req wire.Request, fn func(wire.Reply) error) error {
 	p.nextID++
 	req.ID = p.nextID
 	if err := p.send(req); err != nil {
@@ -113,7 +114,7 @@ func (p *process) call(ctx context.Context, req Request, fn func(Reply) error) e
 	}
 	var ctxErr, fnErr error
 	// handle applies one reply and reports whether the call is over.
-	handle := func(r Reply) (bool, error) {
+	handle := func(r wire.Reply) (bool, error) {
 		if r.Error != "" {
 			return true, firstErr(ctxErr, fnErr, errors.New(r.Error))
 		}
@@ -121,7 +122,7 @@ func (p *process) call(ctx context.Context, req Request, fn func(Reply) error) e
 		if (fnErr == nil && ctxErr == nil) || (r.Done && r.Piece == "") {
 			if err := fn(r); err != nil && fnErr == nil && ctxErr == nil {
 				fnErr = err
-				p.send(Request{Op: "cancel", ID: req.ID})
+				p.send(wire.Request{Op: "cancel", ID: req.ID})
 			}
 		}
 		return r.Done, firstErr(ctxErr, fnErr)
@@ -148,7 +149,7 @@ func (p *process) call(ctx context.Context, req Request, fn func(Reply) error) e
 			}
 		case <-done:
 			ctxErr, done = ctx.Err(), nil
-			p.send(Request{Op: "cancel", ID: req.ID})
+			p.send(wire.Request{Op: "cancel", ID: req.ID})
 			killTimer = time.After(5 * time.Second)
 		case <-killTimer:
 			p.kill()
@@ -185,13 +186,14 @@ func (p *process) close() {
 
 // tail keeps the last lines written to it.
 type tail struct {
-	mu    sync.Mutex
-	lines []string
-	part  string
-	max   int
+	mu     sync.Mutex
+	lines  []string
+	part   string
+	max    int
+	onLine func(string)
 }
 
-func newTail(n int) *tail { return &tail{max: n} }
+func newTail(n int, onLine func(string)) *tail { return &tail{max: n, onLine: onLine} }
 
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
@@ -201,6 +203,9 @@ func (t *tail) Write(b []byte) (int, error) {
 	t.part = parts[len(parts)-1]
 	for _, l := range parts[:len(parts)-1] {
 		t.lines = append(t.lines, l)
+		if t.onLine != nil {
+			t.onLine(l)
+		}
 	}
 	if len(t.lines) > t.max {
 		t.lines = append([]string(nil), t.lines[len(t.lines)-t.max:]...)

@@ -9,7 +9,6 @@ import (
 	"go/parser"
 	"go/token"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,7 +309,7 @@ func systemPrefixTokens(t *testing.T, e *env) int {
 		t.Fatal("systemPrompt constant not found in ../prompt.go")
 	}
 	chat, _, _ := fixtures(t)
-	m, err := engine.Open(engine.Options{Path: chat, NumCtx: 512, Threads: 1, RunnerCmd: []string{os.Args[0], "runner"}})
+	m, err := engine.Open(engine.Options{Path: chat, NumCtx: 512, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

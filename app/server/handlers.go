@@ -341,6 +341,10 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	reply(w)(s.app.Models(r.Context()))
 }
 
+func (s *Server) system(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.app.System())
+}
+
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.app.Settings())
 }

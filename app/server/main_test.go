@@ -1,7 +1,8 @@
 package server_test
 
 // Shared fixtures for the server tests: the test binary doubles as the
-// model runner and the parse worker (child processes), tiny synthetic models
+// parse worker, models run in the lore-runner programs `make test` builds
+// (LORE_RUNNER_DIR), tiny synthetic models
 // are written once per run, and each test gets its own data folder, app and
 // real HTTP server on 127.0.0.1:0.
 
@@ -26,10 +27,11 @@ import (
 	"lore/app"
 	"lore/app/server"
 	"lore/engine/synth"
+	"lore/index/parse"
 )
 
 func TestMain(m *testing.M) {
-	app.RunChild(os.Args) // the test binary doubles as runner and parse worker
+	parse.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
 	code := m.Run()
 	if fixDir != "" {
 		os.RemoveAll(fixDir)
@@ -114,7 +116,6 @@ func newEnv(t *testing.T, cfg app.Config, opt server.Options) *env {
 	ctx := context.Background()
 	cfg.DataDir = t.TempDir()
 	cfg.ChatModel, cfg.EmbedModel = chat, embed
-	cfg.RunnerCmd = []string{os.Args[0], "runner"}
 	cfg.WorkerCmd = []string{os.Args[0], "parse-worker"}
 	a, err := app.New(ctx, cfg)
 	if err != nil {

@@ -156,6 +156,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/traces/{id}", s.trace)
 	api("POST /api/traces/{id}/ui", s.reportUI)
 	api("GET /api/models", s.models)
+	api("GET /api/system", s.system)
 	api("GET /api/settings", s.getSettings)
 	api("PUT /api/settings", s.putSettings)
 	api("POST /v1/chat/completions", s.completions)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"lore/engine"
+	"lore/engine/cpu"
 )
 
 // benchWords is the vocabulary bench prompts are drawn from: plain English
@@ -54,8 +55,13 @@ func benchText(ctx context.Context, m *engine.Model, n int, seed uint64) (string
 }
 
 type engineBench struct {
-	Model          string             `json:"model"`
-	Threads        int                `json:"threads"`
+	Model   string `json:"model"`
+	Threads int    `json:"threads"`
+	// CPUVariant is the runner build measured; System and WeightBuffers are
+	// what llama.cpp reported (CPU features compiled in, where weights went).
+	CPUVariant     string             `json:"cpu_variant"`
+	System         string             `json:"system"`
+	WeightBuffers  []string           `json:"weight_buffers"`
 	FlashAttention string             `json:"flash_attention"`
 	PrefillTokS    map[string]float64 `json:"prefill_tok_s"`
 	DecodeTokS     float64            `json:"decode_tok_s"`
@@ -82,6 +88,7 @@ func benchEngine(ctx context.Context, args []string) error {
 	lengths := fs.String("lengths", "64,256,1024", "prompt lengths for prefill speed")
 	runs := fs.Int("runs", 3, "runs per measurement (the median is reported)")
 	batch := fs.Int("batch", 512, "tokens per decode call")
+	variants := fs.String("variants", "", "runner `builds` to measure one after another: a comma list, or all (default: the one Lore picks)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,23 +103,78 @@ func benchEngine(ctx context.Context, args []string) error {
 		}
 		lens = append(lens, n)
 	}
-	maxLen := max(slicesMax(lens), 1000) + 64
-	m, err := engine.Open(engine.Options{Path: *model, Threads: *threads, FlashAttention: *flash,
-		NumCtx: maxLen + 256, Batch: *batch})
+	runners, err := benchRunners(*variants)
 	if err != nil {
 		return err
 	}
+	opt := engine.Options{Path: *model, Threads: *threads, FlashAttention: *flash,
+		NumCtx: max(slicesMax(lens), 1000) + 64 + 256, Batch: *batch}
+	for _, r := range runners {
+		opt.Runner = r
+		res, err := benchModel(ctx, opt, lens, *runs, *asJSON)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// benchRunners resolves --variants to runner programs ("" for the default).
+func benchRunners(list string) ([]string, error) {
+	if list == "" {
+		return []string{""}, nil
+	}
+	var names []string
+	if list == "all" {
+		st := cpu.Describe()
+		for _, v := range st.Variants {
+			if v.Supported && v.Installed {
+				names = append(names, v.Name)
+			}
+		}
+	} else {
+		names = strings.Split(list, ",")
+	}
+	var out []string
+	for _, n := range names {
+		r, err := cpu.FindRunner(cpu.Dirs(), cpu.Detect(), strings.TrimSpace(n))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.Path)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("bench engine: no installed runner this CPU can run")
+	}
+	return out, nil
+}
+
+// benchModel measures one model with one runner build.
+func benchModel(ctx context.Context, opt engine.Options, lens []int, runs int, quiet bool) (engineBench, error) {
+	var res engineBench
+	m, err := engine.Open(opt)
+	if err != nil {
+		return res, err
+	}
 	defer m.Close()
 	if err := m.Start(ctx); err != nil {
-		return err
+		return res, err
 	}
-	res := engineBench{Model: *model, Threads: m.Info().Threads, FlashAttention: *flash,
-		PrefillTokS: map[string]float64{}, Runs: *runs, Batch: *batch}
+	ri := m.Runner()
+	res = engineBench{Model: opt.Path, Threads: m.Info().Threads, CPUVariant: m.Info().CPUVariant,
+		System: ri.System, WeightBuffers: ri.Buffers, FlashAttention: opt.FlashAttention,
+		PrefillTokS: map[string]float64{}, Runs: runs, Batch: opt.Batch}
 	progress := func(format string, a ...any) {
-		if !*asJSON {
+		if !quiet {
 			fmt.Fprintf(os.Stderr, format+"\n", a...)
 		}
 	}
+	progress("runner %s: weights in %s", res.CPUVariant, strings.Join(res.WeightBuffers, ", "))
 	seed := uint64(1)
 	// gen runs one generation of prompt and returns its stats.
 	gen := func(prompt string, maxTokens int) (engine.Stats, error) {
@@ -122,15 +184,15 @@ func benchEngine(ctx context.Context, args []string) error {
 
 	for _, n := range lens {
 		var speeds []float64
-		for range *runs {
+		for range runs {
 			seed++
 			text, _, err := benchText(ctx, m, n, seed)
 			if err != nil {
-				return err
+				return res, err
 			}
 			st, err := gen(text, 1)
 			if err != nil {
-				return err
+				return res, err
 			}
 			speeds = append(speeds, float64(st.EvalTokens)/(st.PrefillMs/1000))
 		}
@@ -140,15 +202,15 @@ func benchEngine(ctx context.Context, args []string) error {
 
 	// Decode speed: a short prompt, 64 tokens generated.
 	var decode []float64
-	for range *runs {
+	for range runs {
 		seed++
 		text, _, err := benchText(ctx, m, 32, seed)
 		if err != nil {
-			return err
+			return res, err
 		}
 		st, err := gen(text, 64)
 		if err != nil {
-			return err
+			return res, err
 		}
 		if st.DecodeTokens > 1 {
 			decode = append(decode, st.DecodeTokS)
@@ -159,41 +221,41 @@ func benchEngine(ctx context.Context, args []string) error {
 
 	// TTFT at 1,000 prompt tokens: cold, then with a 300-token prefix cached.
 	var cold, cached, overhead []float64
-	for range *runs {
+	for range runs {
 		seed++
 		system, _, err := benchText(ctx, m, 300, seed)
 		if err != nil {
-			return err
+			return res, err
 		}
 		seed++
 		rest, _, err := benchText(ctx, m, 700, seed)
 		if err != nil {
-			return err
+			return res, err
 		}
 		prompt := system + " " + rest
 		// Cold: something else in the cache first.
 		if _, err := m.Prefill(ctx, "reset "+rest); err != nil {
-			return err
+			return res, err
 		}
 		st, err := gen(prompt, 1)
 		if err != nil {
-			return err
+			return res, err
 		}
 		cold = append(cold, st.ClientTTFT)
 		overhead = append(overhead, (st.ClientTTFT-st.LlamaMs)/st.ClientTTFT)
 		res.PromptTokens = st.PromptTokens
 		// Cached: the system part is already evaluated.
 		if _, err := m.Prefill(ctx, system); err != nil {
-			return err
+			return res, err
 		}
 		seed++
 		other, _, err := benchText(ctx, m, 700, seed)
 		if err != nil {
-			return err
+			return res, err
 		}
 		st, err = gen(system+" "+other, 1)
 		if err != nil {
-			return err
+			return res, err
 		}
 		cached = append(cached, st.ClientTTFT)
 		overhead = append(overhead, (st.ClientTTFT-st.LlamaMs)/st.ClientTTFT)
@@ -208,10 +270,7 @@ func benchEngine(ctx context.Context, args []string) error {
 	progress("ttft 1000 tokens: cold %.0f ms, 300 cached %.0f ms (ratio %.3f, target ≤ 1.05)",
 		res.TTFTColdMs, res.TTFTCachedMs, res.CacheRatio)
 	progress("engine overhead: %.2f%% of TTFT (target < 2%%)", 100*res.EngineOverheadRatio)
-	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(res)
-	}
-	return nil
+	return res, nil
 }
 
 func median(xs []float64) float64 {

@@ -21,7 +21,7 @@ import (
 func demo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	dir := fs.String("dir", filepath.Join(os.TempDir(), "lore-demo"), "demo data `folder` (models, library, database)")
-	shape := fs.String("shape", "0.5b", "chat model shape: tiny, 0.5b or 1.5b")
+	shape := fs.String("shape", "0.5b", "chat model shape: tiny, 0.5b, 1b or 1.5b")
 	question := fs.String("question", "How many days of holiday do employees get, and how do I book them?", "the question to ask")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err

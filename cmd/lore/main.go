@@ -12,7 +12,7 @@ import (
 	"sort"
 	"syscall"
 
-	"lore/app"
+	"lore/index/parse"
 )
 
 type command struct {
@@ -30,10 +30,11 @@ var commands = map[string]command{
 	"traces":      {"recent traces and per-stage percentiles", tracesCmd},
 	"serve":       {"serve the HTTP API and web UI on loopback", serveCmd},
 	"eval":        {"quality: eval retrieval --queries FILE.jsonl", evalCmd},
+	"cpu":         {"CPU features and the model runner build in use: cpu [--json|--best]", cpuCmd},
 }
 
 func main() {
-	app.RunChild(os.Args) // a model runner or parse worker child process serves and exits here
+	parse.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		return

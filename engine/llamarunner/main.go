@@ -6,7 +6,7 @@ import (
 )
 
 // Main runs a runner on this process's standard streams and exits. The
-// engine starts it as `lore runner`.
+// engine starts it as lore-runner-<variant> (cmd/lore-runner).
 func Main() {
 	out, err := ProtocolOutput()
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/ollama/ollama/llama"
 	"github.com/ollama/ollama/ml"
 
-	"lore/engine"
+	"lore/engine/wire"
 )
 
 // Serve reads requests from r and writes replies to w until r is closed.
@@ -31,14 +31,14 @@ func Serve(r io.Reader, w io.Writer) error {
 	for rq := range reqs {
 		s.cur.Store(rq.req.ID)
 		if err := s.handle(rq); err != nil {
-			s.reply(engine.Reply{Error: err.Error(), Done: true})
+			s.reply(wire.Reply{Error: err.Error(), Done: true})
 		}
 	}
 	return nil
 }
 
 type received struct {
-	req engine.Request
+	req wire.Request
 	at  time.Time
 }
 
@@ -49,7 +49,7 @@ type server struct {
 	cur       atomic.Uint64 // id of the request being served
 	cancelled atomic.Uint64 // id of the last cancelled request
 
-	p     engine.LoadParams
+	p     wire.LoadParams
 	model *llama.Model
 	lctx  *llama.Context
 	batch *llama.Batch
@@ -62,9 +62,9 @@ func (s *server) read(r io.Reader, reqs chan<- received) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
 	for sc.Scan() {
-		var req engine.Request
+		var req wire.Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			s.reply(engine.Reply{Error: fmt.Sprintf("bad request: %v", err), Done: true})
+			s.reply(wire.Reply{Error: fmt.Sprintf("bad request: %v", err), Done: true})
 			continue
 		}
 		if req.Op == "cancel" {
@@ -77,7 +77,7 @@ func (s *server) read(r io.Reader, reqs chan<- received) {
 
 func (s *server) isCancelled() bool { return s.cancelled.Load() == s.cur.Load() }
 
-func (s *server) reply(r engine.Reply) {
+func (s *server) reply(r wire.Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, _ := json.Marshal(r)
@@ -98,14 +98,14 @@ func (s *server) handle(rq received) error {
 		if err != nil {
 			return err
 		}
-		s.reply(engine.Reply{Tokens: toks, Done: true})
+		s.reply(wire.Reply{Tokens: toks, Done: true})
 		return nil
 	case "prefill":
-		st := engine.Stats{}
+		st := wire.Stats{}
 		if _, err := s.prefill(req, rq.at, &st); err != nil {
 			return err
 		}
-		s.reply(engine.Reply{Stats: &st, Done: true})
+		s.reply(wire.Reply{Stats: &st, Done: true})
 		return nil
 	case "generate":
 		return s.generate(req, rq.at)
@@ -117,7 +117,7 @@ func (s *server) handle(rq received) error {
 	return fmt.Errorf("unknown op %q", req.Op)
 }
 
-func (s *server) load(p *engine.LoadParams) error {
+func (s *server) load(p *wire.LoadParams) error {
 	if p == nil {
 		return errors.New("load: no parameters")
 	}
@@ -151,7 +151,7 @@ func (s *server) load(p *engine.LoadParams) error {
 	s.p, s.model, s.lctx, s.batch = *p, m, c, b
 	s.cache = map[int][]int{}
 	fmt.Fprintf(os.Stderr, "runner: loaded %s in %.0f ms\n", p.Path, ms(time.Since(start)))
-	s.reply(engine.Reply{Done: true})
+	s.reply(wire.Reply{Done: true})
 	return nil
 }
 
@@ -167,7 +167,7 @@ func (s *server) free() {
 // prefill tokenises req.Text and evaluates whatever of it is not already in
 // the sequence's KV cache. It returns the prompt tokens and leaves the logits
 // of the last one ready for sampling.
-func (s *server) prefill(req engine.Request, at time.Time, st *engine.Stats) ([]int, error) {
+func (s *server) prefill(req wire.Request, at time.Time, st *wire.Stats) ([]int, error) {
 	t := time.Now()
 	toks, err := s.model.Tokenize(req.Text, true, true)
 	if err != nil {
@@ -195,7 +195,7 @@ func (s *server) prefill(req engine.Request, at time.Time, st *engine.Stats) ([]
 	st.PromptTokens, st.CachedTokens, st.EvalTokens = len(toks), n, len(toks)-n
 	if req.Op == "generate" {
 		plan := *st
-		s.reply(engine.Reply{Plan: &plan})
+		s.reply(wire.Reply{Plan: &plan})
 	}
 
 	t = time.Now()
@@ -220,12 +220,12 @@ func (s *server) prefill(req engine.Request, at time.Time, st *engine.Stats) ([]
 
 var errCancelled = errors.New("cancelled")
 
-func (s *server) generate(req engine.Request, at time.Time) error {
-	var st engine.Stats
+func (s *server) generate(req wire.Request, at time.Time) error {
+	var st wire.Stats
 	toks, err := s.prefill(req, at, &st)
 	if errors.Is(err, errCancelled) {
 		st.StopReason = "cancel"
-		s.reply(engine.Reply{Done: true, Stats: &st})
+		s.reply(wire.Reply{Done: true, Stats: &st})
 		return nil
 	}
 	if err != nil {
@@ -245,7 +245,7 @@ func (s *server) generate(req engine.Request, at time.Time) error {
 			return err
 		}
 	}
-	text := engine.NewTextStream(req.Stop)
+	text := NewTextStream(req.Stop)
 	seq, pos := req.Seq, len(toks)
 	idx := s.batch.NumTokens() - 1
 	maxTokens := s.p.NumCtx - len(toks) // generation stops where the context ends
@@ -263,7 +263,7 @@ func (s *server) generate(req engine.Request, at time.Time) error {
 			st.TTFTMs = ms(first.Sub(at))
 			st.LlamaMs += ms(first.Sub(prefillEnd)) // sampling and decodes up to here
 		}
-		s.reply(engine.Reply{Piece: piece})
+		s.reply(wire.Reply{Piece: piece})
 	}
 	st.StopReason = "length"
 	for st.DecodeTokens < maxTokens && pos < s.p.NumCtx {
@@ -305,7 +305,7 @@ func (s *server) generate(req engine.Request, at time.Time) error {
 	if st.DecodeMs > 0 {
 		st.DecodeTokS = float64(st.DecodeTokens) / (st.DecodeMs / 1000)
 	}
-	s.reply(engine.Reply{Done: true, Stats: &st})
+	s.reply(wire.Reply{Done: true, Stats: &st})
 	return nil
 }
 
@@ -313,7 +313,7 @@ func (s *server) generate(req engine.Request, at time.Time) error {
 // own decode: packing texts of different lengths as parallel sequences gave
 // different vectors for the same text in this llama.cpp version, and chunks
 // are long enough that packing would save little.
-func (s *server) embed(req engine.Request) error {
+func (s *server) embed(req wire.Request) error {
 	if s.p.Pooling == 0 {
 		return errors.New("this model has no pooling type: it is not an embedding model")
 	}
@@ -347,12 +347,12 @@ func (s *server) embed(req engine.Request) error {
 			return fmt.Errorf("embed: %w", err)
 		}
 	}
-	s.reply(engine.Reply{Vectors: vecs, Done: true})
+	s.reply(wire.Reply{Vectors: vecs, Done: true})
 	return nil
 }
 
 // rerank scores (query, document) pairs with a cross-encoder (rank pooling).
-func (s *server) rerank(req engine.Request) error {
+func (s *server) rerank(req wire.Request) error {
 	const rankPooling = 4
 	if s.p.Pooling != rankPooling {
 		return errors.New("this model is not a reranker (rank pooling)")
@@ -388,7 +388,7 @@ func (s *server) rerank(req engine.Request) error {
 		scores[i] = sc
 		s.lctx.KvCacheClear()
 	}
-	s.reply(engine.Reply{Scores: scores, Done: true})
+	s.reply(wire.Reply{Scores: scores, Done: true})
 	return nil
 }
 

@@ -17,7 +17,7 @@ import (
 
 // Options selects what Write produces.
 type Options struct {
-	Shape string // one of Shapes(): "tiny", "0.5b", "1.5b"
+	Shape string // one of Shapes(): "tiny", "0.5b", "1b", "1.5b"
 	// Embedding makes a mean-pooled embedding model (<arch>.pooling_type=1).
 	// Such files use the qwen2 architecture, which has llama's tensors:
 	// llama.cpp ignores pooling_type for the llama architecture.
@@ -37,16 +37,19 @@ type shape struct {
 	ropeBase                                     float32
 }
 
-// Shapes mirror real models: 0.5b and 1.5b are Qwen2.5-0.5B and -1.5B with a
-// 32000-token SentencePiece vocabulary; tiny loads and runs in milliseconds.
+// Shapes mirror real models: 0.5b and 1.5b are Qwen2.5-0.5B and -1.5B, 1b is
+// Llama-3.2-1B (its 2,048-wide matrices are the ones ggml's AMX kernels
+// take), all with a 32000-token SentencePiece vocabulary; tiny loads and runs
+// in milliseconds.
 var shapes = map[string]shape{
 	"tiny": {embd: 64, layers: 2, heads: 4, kvHeads: 2, ff: 128, vocab: 4096, ctx: 4096, ropeBase: 10000},
 	"0.5b": {embd: 896, layers: 24, heads: 14, kvHeads: 2, ff: 4864, vocab: 32000, ctx: 32768, ropeBase: 1e6},
+	"1b":   {embd: 2048, layers: 16, heads: 32, kvHeads: 8, ff: 8192, vocab: 32000, ctx: 32768, ropeBase: 5e5},
 	"1.5b": {embd: 1536, layers: 28, heads: 12, kvHeads: 2, ff: 8960, vocab: 32000, ctx: 32768, ropeBase: 1e6},
 }
 
 // Shapes lists the shape names Write accepts, smallest first.
-func Shapes() []string { return []string{"tiny", "0.5b", "1.5b"} }
+func Shapes() []string { return []string{"tiny", "0.5b", "1b", "1.5b"} }
 
 // ChatTemplate is the Jinja template written to tokenizer.chat_template: Qwen2's
 // ChatML template, which maps to Ollama's "chatml" template.

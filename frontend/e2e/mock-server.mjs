@@ -201,6 +201,23 @@ export function startMockServer({ port = 0, prefillMs = 600, tokenDelayMs = 25 }
             { path: '/m/minilm.gguf', name: 'all-MiniLM-L6-v2', source: 'huggingface', architecture: 'bert', params: 22.7e6, quantization: 'F16', size: 45 * 2 ** 20, context_length: 512, ram_estimate: 60 * 2 ** 20, fits_in_ram: true, kind: 'embedding' },
           ]);
         }
+        if (m === 'GET' && p === '/api/system') {
+          // Shape and values as `lore serve` answered on an AMD EPYC (AVX-512) with the avx512 and avx2 runners built.
+          const v = (name, about, opt_in, supported, installed) => ({ name, about, opt_in, supported, installed });
+          return json(res, 200, {
+            cpu: {
+              features: 'avx avx2 avx512bf16 avx512bw avx512cd avx512dq avx512f avx512vbmi avx512vl avx512vnni bmi1 bmi2 cx16 f16c fma lzcnt movbe osxsave popcnt sse3 sse4.1 sse4.2 ssse3',
+              variants: [
+                v('amx', 'AVX-512 + AMX tiles (Intel Sapphire Rapids and later); ggml uses AMX only for matrices whose input width is a multiple of 2,048', true, false, false),
+                v('avx512', 'AVX-512 with VNNI and VBMI (Intel Ice Lake and later, AMD Zen 4 and later)', false, true, true),
+                v('avx2', 'x86-64-v3: AVX2, FMA, F16C (Intel Haswell 2013+, AMD Zen)', false, true, true),
+                v('sse4', 'x86-64-v2: SSE4.2 (any 64-bit PC of the last 15 years); slow', false, true, false),
+              ],
+              best: 'avx512', runner: '/opt/lore/bin/lore-runner-avx512', variant: 'avx512',
+            },
+            loaded: [{ role: 'chat', path: '/m/qwen2.5-0.5b-q4_0.gguf', cpu_variant: 'avx512', runner: { system: 'CPU.0.SSE3=1 CPU.0.SSSE3=1 CPU.0.AVX=1 CPU.0.AVX2=1 CPU.0.F16C=1 CPU.0.FMA=1 CPU.0.BMI2=1 CPU.0.AVX512=1 CPU.0.AVX512_VBMI=1 CPU.0.AVX512_VNNI=1 CPU.0.LLAMAFILE=1 CPU.0.REPACK=1 compiler=cgo(gcc)', weight_buffers: ['CPU_Mapped 207.50 MiB', 'CPU_REPACK 207.33 MiB'] } }],
+          });
+        }
         if (p === '/api/settings') {
           if (m === 'PUT') { state.settings = body; return json(res, 204); }
           return json(res, 200, state.settings ?? { chat_model: '/m/qwen2.5-0.5b-q4_0.gguf', embed_model: '/m/minilm.gguf', rerank_model: '', top_k: 5, rerank_k: 20, ef_search: 64, context_tokens: 2048, threads: 0, gpu_layers: 0 });

@@ -148,7 +148,6 @@ function pageProbe() {
   document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
   // One snapshot per change of the newest answer: stage shown, sources shown, answer length.
   window.__tl = [];
-  window.__progress = [];
   const snap = () => {
     const turns = document.querySelectorAll('[data-testid="turn"]');
     const turn = turns[turns.length - 1];
@@ -167,8 +166,6 @@ function pageProbe() {
         window.__tl.push(s);
       }
     }
-    const pt = document.querySelector('[data-testid="library-progress-text"]')?.textContent;
-    if (pt && window.__progress[window.__progress.length - 1] !== pt) window.__progress.push(pt);
   };
   new MutationObserver(snap).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
 }
@@ -360,6 +357,18 @@ try {
     assert.ok(t.stages.ui_ttft_ms >= t.stages.ttft_ms - 50, `ui_ttft_ms ${t.stages.ui_ttft_ms} < ttft_ms ${t.stages.ttft_ms}`);
   });
 
+  await step('models view: the runner build in use and where the chat model\'s weights went', async () => {
+    const sys = await server.api('GET', '/api/system');
+    assert.ok(sys.cpu.variant && !sys.cpu.error, JSON.stringify(sys.cpu));
+    const chat = sys.loaded.find((m) => m.role === 'chat');
+    assert.ok(chat?.runner.weight_buffers?.length, `chat model has answered, so its runner reported buffers: ${JSON.stringify(sys.loaded)}`);
+    await tid('nav-models').click();
+    await page.waitForFunction((v) => document.querySelector('[data-testid="runner-variant"]')?.textContent?.includes(`the ${v} build`), sys.cpu.variant);
+    const line = await page.locator('[data-testid="loaded-model"][data-role="chat"]').textContent();
+    assert.ok(line.includes(chat.runner.weight_buffers[0]), line);
+    await tid('nav-chat').click();
+  });
+
   await step('latency panel: a waterfall row with a bar for every stage', async () => {
     await lastTurn().getByTestId('show-latency').click();
     await tid('waterfall').waitFor({ state: 'visible' });
@@ -441,29 +450,30 @@ try {
   await step('library: add a folder by path, the progress bar runs to the end', async () => {
     await tid('nav-library').click();
     await tid('folder').first().waitFor();
-    await page.evaluate(() => (window.__progress = []));
+    // What the server sent: the bodies of the progress streams the page opens (each ends with "done").
+    const streams = [];
+    const onResponse = (res) => {
+      if (/\/api\/workspaces\/[^/]+\/progress$/.test(new URL(res.url()).pathname)) streams.push(res.text().catch(() => ''));
+    };
+    page.on('response', onResponse);
     await tid('folder-path-input').fill(ADDED);
     await tid('add-folder').click();
-    // The text said "Up to date" before (the last run); done = some progress shown, then "Up to date" again.
-    const finished = (seen) => {
-      const i = seen.findIndex((s) => s !== 'Up to date');
-      return i >= 0 && seen.slice(i).includes('Up to date');
-    };
-    let shot = false;
-    const until = Date.now() + T_ANSWER;
-    while (Date.now() < until) {
-      const seen = await page.evaluate(() => window.__progress);
-      if (finished(seen)) break;
-      if (!shot && /\d+ \/ \d+ files/.test(seen[seen.length - 1] ?? '')) {
-        await browser.screenshot(page, 'e2e-library-progress');
-        shot = true;
-      }
-      await sleep(50);
-    }
-    const seen = await page.evaluate(() => window.__progress);
-    console.log(`     progress texts: ${seen.slice(0, 4).join(' | ')}${seen.length > 4 ? ` … (${seen.length})` : ''}`);
+    await page.waitForFunction(() => document.querySelector('[data-testid="library-progress-text"]')?.textContent === 'Up to date'
+      && document.querySelectorAll('[data-testid="document"]').length > 13, undefined, { timeout: T_ANSWER });
+    page.off('response', onResponse);
+    const events = (await Promise.all(streams)).flatMap((body) => body.split('\n\n').flatMap((block) => {
+      const ev = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      return ev && data ? [{ event: ev, ...JSON.parse(data) }] : [];
+    }));
+    const parse = events.filter((e) => e.event === 'progress' && e.phase === 'parse');
+    const embed = events.filter((e) => e.event === 'progress' && e.phase === 'embed');
+    console.log(`     server events: ${events.length} (${parse.length} parse, ${embed.length} embed); last parse ${JSON.stringify(parse.at(-1))}`);
+    assert.ok(parse.some((e) => e.files_total === ADDED_FILES && e.files_done === ADDED_FILES), `no parse event reached ${ADDED_FILES} / ${ADDED_FILES} files: ${JSON.stringify(parse)}`);
+    assert.ok(embed.length > 0 && embed.every((e) => e.files_total >= ADDED_FILES), `embed events must carry the file count: ${JSON.stringify(embed)}`);
+    assert.ok(events.some((e) => e.event === 'done'), 'the progress stream did not end with done');
+    // And what the page shows at the end.
     assert.equal(await tid('library-progress-text').textContent(), 'Up to date', 'indexing did not finish');
-    assert.ok(seen.some((s) => /\d+ \/ \d+ files/.test(s)), `no progress with file counts was shown: ${seen}`);
     assert.equal(await tid('library-progress').evaluate((e) => e.value === e.max), true, 'the bar is not full');
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="document"]').length >= n, 13 + ADDED_FILES);
     assert.equal(await tid('folder').count(), 2);

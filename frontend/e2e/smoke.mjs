@@ -126,6 +126,8 @@ try {
     await tid('model-row').first().waitFor();
     assert.equal(await tid('model-row').count(), 3);
     assert.equal(await tid('select-chat-model').inputValue(), '/m/qwen2.5-0.5b-q4_0.gguf');
+    assert.match(await tid('runner-variant').textContent(), /avx512 build .*best for this CPU/);
+    assert.match(await page.locator('[data-testid="loaded-model"][data-role="chat"]').textContent(), /on avx512, weights in .*CPU_REPACK/);
     await browser.screenshot(page, '06-models');
     await tid('nav-settings').click();
     await page.waitForFunction(() => document.querySelector('[data-testid="setting-top_k"]')?.value === '5');

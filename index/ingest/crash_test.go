@@ -80,11 +80,12 @@ func TestCrashRecovery(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("seed %d", seed)
-	// Most rounds kill after a random delay, which lands in the scan or parse phase; one
-	// round waits until embedding has begun, so a kill lands there too.
+	// The first rounds kill on observed progress, read from the database (every
+	// document commits on its own), so that whatever the machine's speed one kill
+	// lands early in parsing, one past half way and one mid-embedding; random
+	// delays follow as extra rounds.
 	var midParse, midEmbed bool
 	for round := range 6 {
-		untilEmbedding := round == 4
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"="+dbPath+"|"+root)
 		var stderr strings.Builder
@@ -104,10 +105,15 @@ func TestCrashRecovery(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		var when string
-		if untilEmbedding {
+		switch round {
+		case 0, 1:
+			least := round * nFiles / 2
+			when = fmt.Sprintf("once more than %d documents were stored", least)
+			waitStore(t, dbPath, exited, func(docs, _ int) bool { return docs > least })
+		case 2:
 			when = "once embedding began"
-			waitEmbedding(t, dbPath, nFiles, exited)
-		} else {
+			waitStore(t, dbPath, exited, func(docs, embedded int) bool { return docs == nFiles && embedded > 0 })
+		default:
 			delay := time.Duration(20+rng.IntN(1500)) * time.Millisecond
 			when = "after " + delay.String()
 			select {
@@ -172,9 +178,9 @@ func TestCrashRecovery(t *testing.T) {
 	}
 }
 
-// waitEmbedding polls the database until all files are stored and some chunks embedded,
-// or the child exits (it is then left in exited for the caller).
-func waitEmbedding(t *testing.T, path string, nFiles int, exited chan error) {
+// waitStore polls the database until done(documents, embeddings) holds, or
+// the child exits (it is then left in exited for the caller).
+func waitStore(t *testing.T, path string, exited chan error, done func(docs, embedded int) bool) {
 	t.Helper()
 	raw, err := sql.Open("sqlite3", "file:"+path+"?_query_only=1&_busy_timeout=5000")
 	if err != nil {
@@ -187,17 +193,17 @@ func waitEmbedding(t *testing.T, path string, nFiles int, exited chan error) {
 		case err := <-exited:
 			exited <- err
 			return
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(2 * time.Millisecond):
 		}
 		var docs, embedded int
 		if err := raw.QueryRow(`SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM embeddings)`).Scan(&docs, &embedded); err != nil {
 			continue // the child may be mid-checkpoint
 		}
-		if docs == nFiles && embedded > 0 {
+		if done(docs, embedded) {
 			return
 		}
 	}
-	t.Fatal("embedding never began")
+	t.Fatal("the awaited progress never came")
 }
 
 type storeState struct {

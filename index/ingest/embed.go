@@ -35,7 +35,10 @@ func (ix *Indexer) embed(ctx context.Context, ws int64, opt Options, emit func(P
 		return 0, fmt.Errorf("ingest: %w", err)
 	}
 	total := counts.Chunks - counts.Embedded
-	emit(Progress{Phase: PhaseEmbed, ChunksTotal: total}, true)
+	// Every file is parsed by now: embed events carry the file count too, so a
+	// progress line never reads "0 files" while passages are embedded.
+	files := counts.Documents[store.StatusIndexed]
+	emit(Progress{Phase: PhaseEmbed, FilesDone: files, FilesTotal: files, ChunksTotal: total}, true)
 	start := time.Now()
 	done := 0
 	var after int64
@@ -73,11 +76,11 @@ func (ix *Indexer) embed(ctx context.Context, ws int64, opt Options, emit func(P
 		}
 		done += len(batch)
 		after = batch[len(batch)-1].ID
-		p := Progress{Phase: PhaseEmbed, Chunks: done, ChunksTotal: max(total, done)}
+		p := Progress{Phase: PhaseEmbed, FilesDone: files, FilesTotal: files, Chunks: done, ChunksTotal: max(total, done)}
 		if el := time.Since(start); el > 0 {
 			rate := float64(done) / el.Seconds()
 			p.ETA = time.Duration(float64(max(total-done, 0)) / rate * float64(time.Second))
 		}
-		emit(p, false)
+		emit(p, done >= total) // the last one always goes out
 	}
 }

@@ -411,7 +411,7 @@ func (r *run) parseAll(ctx context.Context, jobs []job) error {
 				p := Progress{Phase: PhaseParse, FilesDone: done, FilesTotal: total, Chunks: r.sum.Chunks, Current: j.f.Path}
 				r.mu.Unlock()
 				p.FilesPerSec, p.ETA = rate(p.FilesDone, total, time.Since(started))
-				r.emit(p, false)
+				r.emit(p, p.FilesDone == total) // the last one always goes out, however fast parsing was
 			}
 		}()
 	}

@@ -250,12 +250,19 @@ func TestProgress(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var phases []string
-	var last Progress
+	var last, lastParse Progress
+	var embeds []Progress
 	_, err := ix.Run(ctx, "w", []string{dir}, Options{Progress: func(p Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
 			phases = append(phases, p.Phase)
+		}
+		switch p.Phase {
+		case PhaseParse:
+			lastParse = p
+		case PhaseEmbed:
+			embeds = append(embeds, p)
 		}
 		last = p
 	}})
@@ -267,6 +274,19 @@ func TestProgress(t *testing.T) {
 	}
 	if last.Phase != PhaseDone || last.FilesDone != 4 || last.Chunks != 4 {
 		t.Errorf("last event %+v", last)
+	}
+	// Parsing four files takes far less than the 100 ms between events: the
+	// final count must go out anyway.
+	if lastParse.FilesDone != 4 || lastParse.FilesTotal != 4 {
+		t.Errorf("last parse event %+v, want 4 / 4 files", lastParse)
+	}
+	if len(embeds) < 2 || embeds[len(embeds)-1].Chunks != 4 {
+		t.Errorf("embed events %+v, want a start and a final one with 4 chunks", embeds)
+	}
+	for _, p := range embeds {
+		if p.FilesDone != 4 || p.FilesTotal != 4 {
+			t.Errorf("embed event %+v does not carry the 4 files", p)
+		}
 	}
 }
 

@@ -38,6 +38,24 @@ var codes = map[string]error{
 	"too_large": ErrTooLarge, "encoding": ErrEncoding, "no_text": ErrNoText,
 }
 
+// WorkerArg is the argument that makes a Lore binary a parse worker: the
+// default WorkerCmd is this executable with it.
+const WorkerArg = "parse-worker"
+
+// MaybeServeWorker serves as the parse worker and exits the process when
+// args (os.Args) name that role; otherwise it returns at once. Every Lore
+// binary calls it first thing in main.
+func MaybeServeWorker(args []string) {
+	if len(args) < 2 || args[1] != WorkerArg {
+		return
+	}
+	if err := ServeWorker(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "parse-worker:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
 // ServeWorker is the body of the parse worker process: the program named by
 // Options.WorkerCmd calls it with its stdin and stdout and exits when it
 // returns. It returns nil when r reaches EOF.

@@ -15,6 +15,7 @@ import {
   type Progress,
   type ProgressCallbacks,
   type Settings,
+  type SystemInfo,
   type Source,
   type StageEvent,
   type Trace,
@@ -273,6 +274,9 @@ export class HttpTransport implements Transport {
   }
   models(): Promise<ModelInfo[]> {
     return this.call('GET', '/api/models');
+  }
+  system(): Promise<SystemInfo> {
+    return this.call('GET', '/api/system');
   }
   settings(): Promise<Settings> {
     return this.call('GET', '/api/settings');

@@ -190,6 +190,19 @@ export interface ModelInfo {
   kind: 'chat' | 'embedding' | 'rerank' | string;
 }
 
+/** GET /api/system: the CPU, the runner builds (engine/cpu) and the models in use. */
+export interface SystemInfo {
+  cpu: {
+    features: string;
+    variants: Array<{ name: string; about: string; opt_in: boolean; supported: boolean; installed: boolean }>;
+    best: string;
+    runner: string;
+    variant: string;
+    error?: string;
+  };
+  loaded: Array<{ role: string; path: string; cpu_variant: string; runner: { system: string; weight_buffers: string[] | null } }>;
+}
+
 export interface Settings {
   chat_model: string;
   embed_model: string;
@@ -254,6 +267,7 @@ export interface Transport {
   traceStats(window: string): Promise<TraceStats>;
 
   models(): Promise<ModelInfo[]>;
+  system(): Promise<SystemInfo>;
   settings(): Promise<Settings>;
   saveSettings(s: Settings): Promise<void>;
 }

@@ -16,6 +16,7 @@ import type {
   Progress,
   ProgressCallbacks,
   Settings,
+  SystemInfo,
   Trace,
   TraceStats,
   Transport,
@@ -227,6 +228,9 @@ export class WailsTransport implements Transport {
   }
   models(): Promise<ModelInfo[]> {
     return this.invoke('Models');
+  }
+  system(): Promise<SystemInfo> {
+    return this.invoke('System');
   }
   settings(): Promise<Settings> {
     return this.invoke('Settings');

@@ -3,7 +3,7 @@
 
 import { clear, errMsg, h } from '../dom';
 import { fmtBytes, fmtInt, fmtParams } from '../format';
-import type { ModelInfo, Settings } from '../transport/types';
+import type { ModelInfo, Settings, SystemInfo } from '../transport/types';
 import type { Ctx } from './ctx';
 
 type Slot = { key: 'chat_model' | 'embed_model' | 'rerank_model'; kind: string; label: string; optional: boolean };
@@ -24,16 +24,45 @@ export function slotOptions(models: ModelInfo[], kind: string, current: string, 
   return out;
 }
 
+/** The runner build in use, the builds this CPU could use, and where each loaded model's weights went. */
+export function systemNodes(s: SystemInfo): HTMLElement[] {
+  const c = s.cpu;
+  const out: HTMLElement[] = [
+    c.error
+      ? h('p', { class: 'bad', testid: 'runner-variant', text: `No model runner: ${c.error}` })
+      : h('p', { testid: 'runner-variant', text: `Models run on the ${c.variant} build of llama.cpp` + (c.variant === c.best ? ', the best for this CPU.' : ` (best for this CPU: ${c.best}).`) }),
+    h('table', { class: 'models', testid: 'variant-list' },
+      h('thead', {}, h('tr', {}, ...['Build', 'This CPU', 'Installed', 'About'].map((t) => h('th', { text: t })))),
+      h('tbody', {}, ...c.variants.map((v) =>
+        h('tr', { attrs: { 'data-variant': v.name } },
+          h('td', {}, h('strong', { text: v.name })),
+          h('td', { class: v.supported ? 'ok' : 'muted', text: v.supported ? 'yes' : 'no' }),
+          h('td', { text: v.installed ? 'yes' : 'no' }),
+          h('td', { text: (v.opt_in ? `Opt-in (LORE_CPU_VARIANT=${v.name}). ` : '') + v.about }),
+        ))),
+    ),
+  ];
+  for (const m of s.loaded) {
+    const bufs = m.runner.weight_buffers?.join(', ');
+    out.push(h('p', { class: 'muted', testid: 'loaded-model', attrs: { 'data-role': m.role } },
+      `${m.role}: ${m.path.split(/[\\/]/).pop()} on ${m.cpu_variant}` + (bufs ? `, weights in ${bufs}` : ', not started yet')));
+  }
+  out.push(h('p', { class: 'muted small', title: c.features, text: `CPU features: ${c.features || 'none detected'}` }));
+  return out;
+}
+
 export class ModelsView {
   readonly el: HTMLElement;
   private readonly tbody: HTMLTableSectionElement;
   private readonly selects = new Map<Slot['key'], HTMLSelectElement>();
   private readonly status: HTMLElement;
+  private readonly machine: HTMLElement;
   private settings: Settings | undefined;
 
   constructor(private readonly ctx: Ctx) {
     this.tbody = h('tbody');
     this.status = h('span', { class: 'muted', testid: 'models-status' });
+    this.machine = h('div', { testid: 'system-info' });
     const form = h('form', { class: 'model-choice' });
     for (const s of SLOTS) {
       const sel = h('select', { testid: `select-${s.key.replace('_model', '')}-model`, attrs: { 'aria-label': s.label } });
@@ -47,6 +76,7 @@ export class ModelsView {
     });
     this.el = h('div', { class: 'view models-view', testid: 'models-view' },
       h('section', { class: 'card' }, h('h2', { text: 'Models in use' }), form),
+      h('section', { class: 'card' }, h('h2', { text: 'This machine' }), this.machine),
       h('section', { class: 'card' },
         h('div', { class: 'card-head' }, h('h2', { text: 'Models on this machine' }),
           h('button', { type: 'button', class: 'btn small', text: 'Refresh', on: { click: () => void this.load() } })),
@@ -58,7 +88,10 @@ export class ModelsView {
   }
 
   async load(): Promise<void> {
-    const [models, settings] = await Promise.allSettled([this.ctx.t.models(), this.ctx.t.settings()]);
+    const [models, settings, system] = await Promise.allSettled([this.ctx.t.models(), this.ctx.t.settings(), this.ctx.t.system()]);
+    clear(this.machine);
+    if (system.status === 'fulfilled') this.machine.append(...systemNodes(system.value));
+    else this.machine.append(h('p', { class: 'muted', text: `Unavailable: ${errMsg(system.reason)}` }));
     clear(this.tbody);
     const list = models.status === 'fulfilled' ? (models.value ?? []) : [];
     if (models.status === 'rejected') this.ctx.notify(`Cannot list models: ${errMsg(models.reason)}`);

@@ -1,9 +1,9 @@
-package engine
-
-// The wire protocol between the engine (parent) and a runner (child): one JSON
-// object per line, requests on the runner's stdin, replies on its stdout. The
-// runner serves one request at a time; a "cancel" line may arrive while a
-// generation streams.
+// Package wire is the protocol between the engine (parent) and a model
+// runner (child process): one JSON object per line, requests on the runner's
+// stdin, replies on its stdout. The runner serves one request at a time; a
+// "cancel" line may arrive while a generation streams. It is a leaf package
+// so that the runner and the engine share it without importing each other.
+package wire
 
 // LoadParams configures the model a runner loads.
 type LoadParams struct {

@@ -1,0 +1,1 @@
+#include "../src/ggml-backend-impl.h"

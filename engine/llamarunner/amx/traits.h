@@ -1,0 +1,1 @@
+#include "../src/ggml-cpu/traits.h"
