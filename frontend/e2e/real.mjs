@@ -146,6 +146,27 @@ function startServe(name, args) {
 function pageProbe() {
   window.__csp = [];
   document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  // The bodies of the progress streams the page reads, as the server sent them (filled in when each ends).
+  window.__progressStreams = [];
+  const realFetch = window.fetch;
+  window.fetch = async (input, init) => {
+    const res = await realFetch(input, init);
+    const url = new URL(input instanceof Request ? input.url : String(input), location.href);
+    if (/^\/api\/workspaces\/[^/]+\/progress$/.test(url.pathname)) {
+      // Read chunk by chunk: the page aborts a stream once it has what it needs, and the copy with it.
+      const rec = { text: '', ended: false };
+      window.__progressStreams.push(rec);
+      const rd = res.clone().body.getReader();
+      const dec = new TextDecoder();
+      (async () => {
+        try {
+          for (let r = await rd.read(); !r.done; r = await rd.read()) rec.text += dec.decode(r.value, { stream: true });
+        } catch { /* aborted: keep what arrived */ }
+        rec.ended = true;
+      })();
+    }
+    return res;
+  };
   // One snapshot per change of the newest answer: stage shown, sources shown, answer length.
   window.__tl = [];
   const snap = () => {
@@ -450,18 +471,15 @@ try {
   await step('library: add a folder by path, the progress bar runs to the end', async () => {
     await tid('nav-library').click();
     await tid('folder').first().waitFor();
-    // What the server sent: the bodies of the progress streams the page opens (each ends with "done").
-    const streams = [];
-    const onResponse = (res) => {
-      if (/\/api\/workspaces\/[^/]+\/progress$/.test(new URL(res.url()).pathname)) streams.push(res.text().catch(() => ''));
-    };
-    page.on('response', onResponse);
+    await page.evaluate(() => (window.__progressStreams = []));
     await tid('folder-path-input').fill(ADDED);
     await tid('add-folder').click();
     await page.waitForFunction(() => document.querySelector('[data-testid="library-progress-text"]')?.textContent === 'Up to date'
       && document.querySelectorAll('[data-testid="document"]').length > 13, undefined, { timeout: T_ANSWER });
-    page.off('response', onResponse);
-    const events = (await Promise.all(streams)).flatMap((body) => body.split('\n\n').flatMap((block) => {
+    // What the server sent on the progress streams the page read (each ends with "done").
+    await page.waitForFunction(() => window.__progressStreams.length > 0 && window.__progressStreams.every((b) => b.ended), undefined, { timeout: 10000 });
+    const bodies = await page.evaluate(() => window.__progressStreams.map((b) => b.text));
+    const events = bodies.flatMap((body) => body.split('\n\n').flatMap((block) => {
       const ev = /^event: (.*)$/m.exec(block)?.[1];
       const data = /^data: (.*)$/m.exec(block)?.[1];
       return ev && data ? [{ event: ev, ...JSON.parse(data) }] : [];
