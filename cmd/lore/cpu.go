@@ -50,3 +50,41 @@ func yes(b bool) string {
 	}
 	return "-"
 }
+
+// modelsCmd lists the model files found, the ones in use and the runner
+// build they run on.
+func modelsCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("models", flag.ContinueOnError)
+	var f appFlags
+	f.register(fs)
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	a, err := f.open(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	files, err := a.Models(ctx)
+	if err != nil {
+		return err
+	}
+	sys := a.System()
+	if f.json {
+		return printJSON(map[string]any{"models": files, "system": sys})
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tKIND\tQUANT\tSIZE MB\tFITS\tPATH")
+	for _, m := range files {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, m.Kind, m.Quantization, m.Size>>20, yes(m.FitsInRAM), m.Path)
+	}
+	w.Flush()
+	if sys.CPU.Error != "" {
+		return fmt.Errorf("%s", sys.CPU.Error)
+	}
+	fmt.Printf("\nrunner: %s (%s build; best for this CPU: %s)\n", sys.CPU.Runner, sys.CPU.Variant, sys.CPU.Best)
+	for _, m := range sys.Loaded {
+		fmt.Printf("%s model: %s on %s\n", m.Role, m.Path, m.CPUVariant)
+	}
+	return nil
+}

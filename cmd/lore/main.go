@@ -30,6 +30,7 @@ var commands = map[string]command{
 	"traces":      {"recent traces and per-stage percentiles", tracesCmd},
 	"serve":       {"serve the HTTP API and web UI on loopback", serveCmd},
 	"eval":        {"quality: eval retrieval --queries FILE.jsonl", evalCmd},
+	"models":      {"model files found, the ones in use and their runner build: models [--json]", modelsCmd},
 	"cpu":         {"CPU features and the model runner build in use: cpu [--json|--best]", cpuCmd},
 }
 
