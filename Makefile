@@ -35,7 +35,7 @@ FLAGS_amx    := $(FLAGS_avx512) -mavx512bf16 -mamx-tile -mamx-int8 -mamx-bf16
 FLAGS_arm64  :=
 # VARIANT: the runner build `make build`, `make env` and `go test` use; by default what
 # `lore cpu --best` says for this machine (worked out once, when first needed).
-VARIANT = $(eval VARIANT := $(shell $(GO) run -tags '$(TAGS)' ./cmd/lore cpu --best))$(VARIANT)
+VARIANT = $(eval VARIANT := $(or $(shell $(GO) run ./engine/cpu/best),$(error cannot tell this CPU's runner variant: `go run ./engine/cpu/best` failed; pass VARIANT=one of $(RUNNER_VARIANTS))))$(VARIANT)
 
 # GGML_USE_CPU_REPACK is what llama.cpp's CMake always defines; without it the interleaved
 # Q4_0 kernels go unused (~1.5x prefill). -O3 and the variant's flags: the module's cgo

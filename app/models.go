@@ -181,8 +181,12 @@ func (a *App) System() System {
 		m    any
 	}{{"chat", a.chat}, {"embedding", a.embed}, {"rerank", a.rerank}} {
 		if m, ok := r.m.(*engine.Model); ok && m != nil {
+			ri := m.Runner()
+			if ri.Buffers == nil {
+				ri.Buffers = []string{}
+			}
 			s.Loaded = append(s.Loaded, LoadedModel{Role: r.role, Path: m.Info().Path,
-				CPUVariant: m.Info().CPUVariant, Runner: m.Runner()})
+				CPUVariant: m.Info().CPUVariant, Runner: ri})
 		}
 	}
 	return s

@@ -55,6 +55,23 @@ func TestVariants(t *testing.T) {
 			if !strings.Contains(ri.System, "CPU") || len(ri.Buffers) == 0 {
 				t.Errorf("runner info %+v: want llama.cpp's system line and weight buffers", ri)
 			}
+			// The variant's flags reached the compiler: llama.cpp reports what it was built with.
+			for _, c := range compiledWith[want] {
+				if strings.Contains(ri.System, c.text) != c.present {
+					t.Errorf("%s build: system line %q, want %q present=%v", want, ri.System, c.text, c.present)
+				}
+			}
 		})
 	}
+}
+
+// compiledWith is what llama.cpp's system line must (not) say for each build.
+var compiledWith = map[string][]struct {
+	text    string
+	present bool
+}{
+	"amx":    {{"AVX512=1", true}, {"AMX_INT8=1", true}},
+	"avx512": {{"AVX512=1", true}, {"AVX512_VNNI=1", true}, {"AMX_INT8=1", false}},
+	"avx2":   {{"AVX2=1", true}, {"FMA=1", true}, {"AVX512=1", false}},
+	"sse4":   {{"SSSE3=1", true}, {"CPU.0.AVX=1", false}},
 }

@@ -115,6 +115,11 @@ func Pick(vs []Variant, f Features, installed []string, want string) (Variant, e
 	if len(installed) == 0 {
 		return Variant{}, fmt.Errorf("%w: none is installed", ErrNoRunner)
 	}
+	for _, v := range Supported(vs, f) {
+		if v.OptIn && slices.Contains(installed, v.Name) {
+			return Variant{}, fmt.Errorf("%w: only %q is installed, and it is opt-in: set LORE_CPU_VARIANT=%s, or build another", ErrNoRunner, v.Name, v.Name)
+		}
+	}
 	return Variant{}, fmt.Errorf("%w: installed %s, but this CPU runs only %s", ErrNoRunner,
 		strings.Join(installed, ", "), names(Supported(vs, f)))
 }

@@ -49,6 +49,7 @@ func TestPick(t *testing.T) {
 		{"asked but not installed", zen4, []string{"avx2"}, "avx512", "", "not installed"},
 		{"nothing this CPU runs", old, []string{"avx2", "avx512"}, "", "", "this CPU runs only sse4"},
 		{"nothing installed", zen4, nil, "", "", "none is installed"},
+		{"only the opt-in build installed", spr, []string{"amx"}, "", "", "LORE_CPU_VARIANT=amx"},
 		{"a CPU without AVX-512 VNNI is not avx512", features(v3, []string{"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}), all, "", "avx2", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -102,6 +102,7 @@ func TestCrashRecovery(t *testing.T) {
 		if _, err := out.Read(buf); err != nil {
 			t.Fatalf("round %d: child did not start: %v; %s", round, err, stderr.String())
 		}
+		t.Cleanup(func() { cmd.Process.Kill() }) // if a wait below fails the test
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		var when string

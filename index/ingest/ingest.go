@@ -140,9 +140,12 @@ type run struct {
 	folders []store.Folder // being indexed, deepest first
 	start   time.Time
 
-	mu       sync.Mutex // guards sum and lastEmit
-	sum      Summary
+	mu  sync.Mutex // guards sum
+	sum Summary
+
+	emitMu   sync.Mutex // guards lastEmit and last, held while the callback runs
 	lastEmit time.Time
+	last     Progress
 }
 
 func (ix *Indexer) newRun(ctx context.Context, workspace string, paths []string, opt Options) (*run, error) {
@@ -555,19 +558,20 @@ func (r *run) count(fn func(*Summary)) {
 }
 
 // emit sends p to the progress callback, dropping it if one was sent in the last 100 ms
-// unless force is set.
+// unless force is set, and dropping a parse event older than one already sent (workers
+// race here: a final count must stay the last one seen).
 func (r *run) emit(p Progress, force bool) {
 	if r.opt.Progress == nil {
 		return
 	}
-	r.mu.Lock()
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
 	now := time.Now()
-	if !force && now.Sub(r.lastEmit) < 100*time.Millisecond {
-		r.mu.Unlock()
+	stale := p.Err == nil && p.Phase == PhaseParse && r.last.Phase == PhaseParse && p.FilesDone < r.last.FilesDone
+	if stale || (!force && now.Sub(r.lastEmit) < 100*time.Millisecond) {
 		return
 	}
-	r.lastEmit = now
-	r.mu.Unlock()
+	r.lastEmit, r.last = now, p
 	r.opt.Progress(p)
 }
 
