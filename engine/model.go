@@ -217,7 +217,7 @@ func (m *Model) runner(ctx context.Context) (*process, error) {
 	if _, err := gguf.Open(m.opt.Path); err != nil {
 		return nil, fmt.Errorf("model %s: %w", m.opt.Path, err)
 	}
-	p, err := startProcess([]string{m.opt.Runner}, m.noteLog)
+	p, err := startProcess(m.opt.Runner, m.noteLog)
 	if err != nil {
 		return nil, err
 	}

@@ -31,9 +31,9 @@ type process struct {
 // ErrRunnerDied wraps every failure caused by the runner process exiting.
 var ErrRunnerDied = errors.New("model runner stopped")
 
-// startProcess starts argv; onLog, if set, sees each line the runner logs.
-func startProcess(argv []string, onLog func(string)) (*process, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+// startProcess starts the runner program; onLog, if set, sees each line it logs.
+func startProcess(program string, onLog func(string)) (*process, error) {
+	cmd := exec.Command(program)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func startProcess(argv []string, onLog func(string)) (*process, error) {
 		dead: make(chan struct{}), logs: newTail(40, onLog)}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start runner %s: %w", argv[0], err)
+		return nil, fmt.Errorf("start runner %s: %w", program, err)
 	}
 	go p.readLoop(stdout)
 	return p, nil

@@ -149,7 +149,8 @@ func names(vs []Variant) string {
 type Runner struct {
 	Path    string
 	Variant Variant
-	// Installed lists the variants found beside it.
+	// Installed lists the variants found beside it (also set when
+	// FindRunner fails because none of them suits).
 	Installed []string
 }
 
@@ -199,7 +200,7 @@ func FindRunner(dirs []string, f Features, want string) (Runner, error) {
 		}
 		v, err := Pick(vs, f, inst, want)
 		if err != nil {
-			return Runner{}, fmt.Errorf("%w (in %s)", err, dir)
+			return Runner{Installed: inst}, fmt.Errorf("%w (in %s)", err, dir)
 		}
 		exe := RunnerPrefix + v.Name
 		if runtime.GOOS == "windows" {
@@ -258,15 +259,9 @@ func Describe() Status {
 	} else {
 		st.Runner, st.Variant = r.Path, r.Variant.Name
 	}
-	var inst []string
-	for _, d := range Dirs() {
-		if inst = Installed(d); len(inst) > 0 {
-			break
-		}
-	}
 	for _, v := range Variants(runtime.GOARCH) {
 		st.Variants = append(st.Variants, VariantStatus{Name: v.Name, About: v.About, OptIn: v.OptIn,
-			Supported: f.has(v), Installed: slices.Contains(inst, v.Name)})
+			Supported: f.has(v), Installed: slices.Contains(r.Installed, v.Name)})
 	}
 	return st
 }

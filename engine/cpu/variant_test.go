@@ -135,6 +135,10 @@ func TestFindRunner(t *testing.T) {
 	if _, err := FindRunner([]string{empty}, all, ""); !errors.Is(err, ErrNoRunner) || !strings.Contains(err.Error(), "make build") {
 		t.Fatalf("empty folder: %v", err)
 	}
+	// A folder whose builds this CPU cannot run still says what it holds (lore cpu lists it).
+	if r, err := FindRunner([]string{full}, Features{}, vs[0].Name); len(vs[0].Needs) > 0 && (err == nil || len(r.Installed) != len(vs)) {
+		t.Fatalf("unsuitable folder: %+v, %v; want an error and the %d installed builds", r, err, len(vs))
+	}
 }
 
 func TestDetect(t *testing.T) {
