@@ -28,7 +28,6 @@ import (
 
 	"lore/app"
 	"lore/frontend"
-	"lore/index/parse"
 )
 
 // icon is the window and About icon (also what `wails build` packages for macOS and Windows).
@@ -37,7 +36,7 @@ import (
 var icon []byte
 
 func main() {
-	parse.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
+	app.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "lore-desktop:", err)
 		os.Exit(1)
@@ -54,7 +53,7 @@ func run() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	core, err := app.New(ctx, app.Config{DataDir: app.DefaultDataDir(), Watch: true})
+	core, err := app.New(ctx, app.Config{DataDir: app.DefaultDataDir(), Watch: true, Warm: true})
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,8 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"lore/engine"
-	"lore/index/retrieve"
 	"lore/store"
 )
 
@@ -54,41 +53,44 @@ type Config struct {
 	ChatModel, EmbedModel, RerankModel string
 	// WorkerCmd starts a parse worker (default: this executable with "parse-worker").
 	WorkerCmd []string
-	// QueueCapacity bounds questions waiting for the engine; beyond it Ask
-	// fails at once with ErrBusy (default 16).
+	// QueueCapacity bounds the questions waiting behind the one being
+	// answered; beyond it Ask fails at once with ErrBusy, before any event
+	// (default 16).
 	QueueCapacity  int
 	RequestTimeout time.Duration // default 5 minutes
 	// Watch keeps workspaces current with a file watcher (long-running
 	// front doors: the server and the desktop app).
-	Watch  bool
+	Watch bool
+	// Warm starts the model runners at once and reads the system prompt
+	// into the chat model's cache, so the first question pays for neither.
+	// Commands that only read the library leave it off.
+	Warm   bool
 	Tracer trace.Tracer // default: no-op
+	Logger *slog.Logger // default: slog.Default()
 	// OnTrace is called with each finished trace (metrics).
 	OnTrace func(*Trace)
 }
 
-// ErrBusy is returned when too many questions are waiting.
+// ErrBusy is returned when too many questions are in flight.
 var ErrBusy = engine.ErrBusy
 
 // App is the service.
 type App struct {
-	cfg       Config
-	db        *store.DB
-	retriever *retrieve.Retriever
-	queue     *engine.Queue
+	cfg Config
+	db  *store.DB
+	log *slog.Logger
 
-	mu       sync.Mutex // guards the models and settings
+	mu       sync.Mutex // guards everything below
 	settings Settings
-	chat     Generator
-	embed    Embedder
-	rerank   Reranker
-	warmed   chan struct{} // closed when the system prefix is in the KV cache
-	prefill  float64       // measured prefill tokens/s (EWMA), for budgets and ETAs
-	rerankMs float64       // measured rerank cost per candidate (EWMA)
+	cur      *models   // the models questions start with now
+	retired  []*models // replaced sets still held by a question, oldest first
+	prefill  float64   // measured prefill tokens/s (EWMA), for budgets and ETAs
+	rerankMs float64   // measured rerank cost per candidate (EWMA)
+	inflight map[string]*run
+	// tokenCounts remembers passages' token counts per chat model.
+	tokenCounts map[string]int
 
-	idx *indexer
-
-	inflight  map[string]bool       // request ids being answered
-	pendingUI map[string][2]float64 // UI timings reported before their trace was stored
+	jobs *jobs
 }
 
 // DefaultDataDir is $LORE_DATA, else the OS's per-user data folder.
@@ -110,11 +112,11 @@ func DefaultDataDir() string {
 	return "lore-data"
 }
 
-// New opens the data folder and the configured models. Models load in the
 // DefaultQueueCapacity is Config.QueueCapacity's default.
 const DefaultQueueCapacity = 16
 
-// background; the chat model's system prefix is warmed as soon as it loads.
+// New opens the data folder and prepares the configured models; runners
+// start on first use, or at once with Config.Warm.
 func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = DefaultDataDir()
@@ -128,6 +130,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider().Tracer("lore")
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data folder: %w", err)
 	}
@@ -135,8 +140,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, db: db, queue: engine.NewQueue(cfg.QueueCapacity), warmed: make(chan struct{}),
-		inflight: map[string]bool{}, pendingUI: map[string][2]float64{}}
+	a := &App{cfg: cfg, db: db, log: cfg.Logger, inflight: map[string]*run{}, tokenCounts: map[string]int{}}
 	if a.settings, err = loadSettings(ctx, db); err != nil {
 		db.Close()
 		return nil, err
@@ -150,250 +154,52 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			*o.dst = o.v
 		}
 	}
-	if err := a.openModels(); err != nil {
+	// The default workspace exists from the start, so that no read has to
+	// create it.
+	if _, err := db.EnsureWorkspace(ctx, DefaultWorkspace); err != nil {
 		db.Close()
 		return nil, err
 	}
-	a.retriever = retrieve.New(db, filepath.Join(cfg.DataDir, "vectors"), a.embedder())
-	a.idx = newIndexer(a)
+	if a.cur, err = a.openModels(a.settings); err != nil {
+		db.Close()
+		return nil, err
+	}
+	a.jobs = newJobs(a)
 	if wss, err := db.Workspaces(ctx); err == nil {
 		for _, w := range wss {
-			a.retriever.Preload(w.ID) // load vector graphs in the background
-			a.idx.watch(w.ID)
+			a.cur.retriever.Preload(w.ID) // load vector graphs in the background
+			if cfg.Watch {
+				a.jobs.get(w).watch()
+			}
 		}
 	}
-	go a.warm(context.WithoutCancel(ctx), a.warmed)
+	if cfg.Warm {
+		go a.warm(a.cur)
+	} else {
+		close(a.cur.warmed)
+	}
 	return a, nil
 }
 
-// DB is the app's store (for commands that read it directly).
-func (a *App) DB() *store.DB { return a.db }
+// DefaultWorkspace is the workspace used when none is named.
+const DefaultWorkspace = "default"
 
 // DataDir is the folder holding the database, graphs and token.
 func (a *App) DataDir() string { return a.cfg.DataDir }
 
-// Close stops the models and closes the database.
+// Close stops indexing and the models and closes the database.
 func (a *App) Close() error {
-	a.idx.stop()
+	a.jobs.stop()
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.retriever.Close()
-	for _, c := range []interface{ Close() error }{a.chat, a.embed, a.rerank} {
-		if c != nil {
-			c.Close()
-		}
+	if a.cur == nil {
+		a.mu.Unlock()
+		return nil // closed already
+	}
+	sets := append(a.retired, a.cur)
+	a.retired, a.cur = nil, nil
+	a.mu.Unlock()
+	for _, m := range sets {
+		m.closeAll()
 	}
 	return a.db.Close()
 }
-
-// openModels opens the models named in the settings. A model given for
-// this run (a CLI flag) must open; a saved one that no longer does is
-// skipped and reported, so the app still starts and the pipeline degrades.
-func (a *App) openModels() error {
-	for _, role := range []struct {
-		name     string
-		path     string
-		explicit bool
-		set      func(*engine.Model)
-	}{
-		{"chat", a.settings.ChatModel, a.cfg.ChatModel != "", func(m *engine.Model) { a.chat = m }},
-		{"embedding", a.settings.EmbedModel, a.cfg.EmbedModel != "", func(m *engine.Model) { a.embed = m }},
-		{"rerank", a.settings.RerankModel, a.cfg.RerankModel != "", func(m *engine.Model) { a.rerank = m }},
-	} {
-		if role.path == "" {
-			continue
-		}
-		m, err := a.openModel(role.path, a.settings)
-		if err != nil {
-			if role.explicit {
-				return fmt.Errorf("%s model: %w", role.name, err)
-			}
-			fmt.Fprintf(os.Stderr, "lore: %s model skipped: %v\n", role.name, err)
-			continue
-		}
-		role.set(m)
-	}
-	return nil
-}
-
-func (a *App) openModel(path string, s Settings) (*engine.Model, error) {
-	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers})
-}
-
-// switchModels replaces the models whose paths changed in s, between two
-// questions: it waits for the one being answered, swaps, closes the old
-// runners (freeing their memory) and warms the new chat model.
-func (a *App) switchModels(ctx context.Context, s Settings) error {
-	release, _, err := a.queue.Acquire(engine.WithPriority(ctx, engine.Interactive))
-	if err != nil {
-		return err
-	}
-	defer release()
-	cur := a.Settings()
-	type swap struct {
-		old, new string
-		m        *engine.Model
-	}
-	roles := []*swap{{old: cur.ChatModel, new: s.ChatModel}, {old: cur.EmbedModel, new: s.EmbedModel}, {old: cur.RerankModel, new: s.RerankModel}}
-	for _, r := range roles {
-		if r.new == r.old || r.new == "" {
-			continue
-		}
-		if r.m, err = a.openModel(r.new, s); err != nil {
-			for _, o := range roles {
-				if o.m != nil {
-					o.m.Close()
-				}
-			}
-			return fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-	}
-	a.mu.Lock()
-	var retired []interface{ Close() error }
-	set := func(r *swap, cur any, assign func(*engine.Model)) {
-		if r.new == r.old {
-			return
-		}
-		if c, ok := cur.(interface{ Close() error }); ok && c != nil {
-			retired = append(retired, c)
-		}
-		assign(r.m)
-	}
-	set(roles[0], a.chat, func(m *engine.Model) {
-		a.chat = nil
-		if m != nil {
-			a.chat = m
-		}
-	})
-	set(roles[1], a.embed, func(m *engine.Model) {
-		a.embed = nil
-		if m != nil {
-			a.embed = m
-		}
-	})
-	set(roles[2], a.rerank, func(m *engine.Model) {
-		a.rerank = nil
-		if m != nil {
-			a.rerank = m
-		}
-	})
-	if roles[1].new != roles[1].old {
-		retired = append(retired, a.retriever)
-		a.retriever = retrieve.New(a.db, filepath.Join(a.cfg.DataDir, "vectors"), a.embedder())
-		a.idx.setEmbedder(a.embed)
-	}
-	a.warmed = make(chan struct{})
-	warmed := a.warmed
-	a.mu.Unlock()
-	for _, c := range retired {
-		c.Close()
-	}
-	go a.warm(context.WithoutCancel(ctx), warmed)
-	return nil
-}
-
-// retrieverNow is the current retriever (it changes with the embedding model).
-func (a *App) retrieverNow() *retrieve.Retriever {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.retriever
-}
-
-func (a *App) embedder() retrieve.Embedder {
-	if a.embed == nil {
-		return nil
-	}
-	return a.embed
-}
-
-// warm loads the chat model and evaluates the system prefix, so the first
-// question does not pay for either. Its prefill speed seeds the estimates.
-func (a *App) warm(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	a.mu.Lock()
-	chat, emb, rr := a.chat, a.embed, a.rerank
-	a.mu.Unlock()
-	// Start the embedding and rerank runners too, so the first question's
-	// query embedding does not pay for loading a model.
-	for _, m := range []any{emb, rr} {
-		if s, ok := m.(interface{ Start(context.Context) error }); ok && m != nil {
-			go s.Start(engine.WithPriority(ctx, engine.Background))
-		}
-	}
-	if chat == nil {
-		return
-	}
-	prefix, err := chat.Template().Prefix(systemPrompt)
-	if err != nil {
-		return
-	}
-	st, err := chat.Warm(engine.WithPriority(ctx, engine.Interactive), prefix)
-	if err == nil && st.PrefillMs > 0 {
-		a.notePrefill(st.EvalTokens, st.PrefillMs)
-	}
-}
-
-// WaitWarm blocks until the chat model's prefix is warm (or ctx ends).
-func (a *App) WaitWarm(ctx context.Context) error {
-	a.mu.Lock()
-	warmed := a.warmed
-	a.mu.Unlock()
-	select {
-	case <-warmed:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (a *App) notePrefill(tokens int, ms float64) {
-	if tokens < 16 || ms <= 0 {
-		return
-	}
-	speed := float64(tokens) / (ms / 1000)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.prefill == 0 {
-		a.prefill = speed
-	} else {
-		a.prefill = 0.7*a.prefill + 0.3*speed
-	}
-}
-
-// PrefillSpeed is the measured prompt-reading speed in tokens/s (0 if unknown).
-func (a *App) PrefillSpeed() float64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.prefill
-}
-
-// versionID ties a trace to the model files and the prompt version.
-func (a *App) versionID() string {
-	id := func(m interface{ ID() string }) string {
-		if m == nil {
-			return "none"
-		}
-		return m.ID()
-	}
-	var c, e, r interface{ ID() string }
-	if a.chat != nil {
-		c = a.chat
-	}
-	if a.embed != nil {
-		e = a.embed
-	}
-	if a.rerank != nil {
-		r = a.rerank
-	}
-	return fmt.Sprintf("%s+%s+%s+%s", id(c), id(e), id(r), PromptVersion)
-}
-
-// workspace resolves a workspace name ("" is "default"), creating it.
-func (a *App) workspace(ctx context.Context, name string) (store.Workspace, error) {
-	if name == "" {
-		name = "default"
-	}
-	return a.db.EnsureWorkspace(ctx, name)
-}
-
-var errNoQuestion = errors.New("empty question")

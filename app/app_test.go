@@ -12,7 +12,6 @@ import (
 	"lore/app"
 	"lore/engine/synth"
 	"lore/index/parse"
-	"lore/index/retrieve"
 )
 
 // The test binary doubles as the parse worker; models run in the
@@ -71,7 +70,7 @@ type opts struct{ chat, embed, rerank bool }
 func newApp(t *testing.T, o opts) *app.App {
 	t.Helper()
 	dir := setup(t)
-	cfg := app.Config{DataDir: t.TempDir(),
+	cfg := app.Config{DataDir: t.TempDir(), Warm: true,
 		WorkerCmd: []string{os.Args[0], "parse-worker"}}
 	if o.chat {
 		cfg.ChatModel = filepath.Join(dir, "chat.gguf")
@@ -114,10 +113,10 @@ type recorded struct {
 func ask(t *testing.T, a *app.App, q string, chat int64) *recorded {
 	t.Helper()
 	r := &recorded{}
-	tr, err := a.Ask(context.Background(), app.AskRequest{Question: q, ChatID: chat}, func(ev string, data any) error {
-		r.events = append(r.events, ev)
-		if ev == "token" {
-			r.answer.WriteString(data.(map[string]string)["text"])
+	tr, err := a.Ask(context.Background(), app.AskRequest{Question: q, ChatID: chat}, func(ev app.Event) error {
+		r.events = append(r.events, ev.Kind())
+		if tok, ok := ev.(app.Token); ok {
+			r.answer.WriteString(tok.Text)
 		}
 		return nil
 	})
@@ -170,8 +169,13 @@ func TestFallbackLevels(t *testing.T) {
 func checkTrace(t *testing.T, r *recorded) {
 	t.Helper()
 	tr := r.trace
-	for _, s := range []string{app.StageQueue, app.StageEmbed, app.StageVector, app.StageBM25, app.StageRetrieval,
-		app.StageRerank, app.StageAssemble, app.StageTTFT, app.StageTotal} {
+	always := []string{app.StageEmbed, app.StageVector, app.StageBM25, app.StageRetrieval, app.StageAssemble, app.StageTTFT, app.StageTotal}
+	if !strings.Contains(tr.FallbackReason, "rerank skipped") {
+		always = append(always, app.StageRerank)
+	} else if _, ok := tr.Stages[app.StageRerank]; ok {
+		t.Errorf("rerank was skipped but has a stage: %v", tr.Stages)
+	}
+	for _, s := range always {
 		v, ok := tr.Stages[s]
 		if !ok || v < 0 {
 			t.Errorf("stage %s = %v (present %v)", s, v, ok)
@@ -181,7 +185,7 @@ func checkTrace(t *testing.T, r *recorded) {
 		}
 	}
 	if tr.Route != "extractive" {
-		for _, s := range []string{app.StagePrefill, app.StageLLMTTFT, app.StageTokenize, app.StageDecode} {
+		for _, s := range []string{app.StageQueue, app.StagePrefill, app.StageLLMTTFT, app.StageTokenize, app.StageDecode} {
 			if v, ok := tr.Stages[s]; !ok || v < 0 {
 				t.Errorf("stage %s = %v (present %v)", s, v, ok)
 			}
@@ -295,7 +299,7 @@ func TestSourcePathConfined(t *testing.T) {
 	if err != nil || len(res.Passages) == 0 {
 		t.Fatalf("search: %v %v", res, err)
 	}
-	path, _, err := a.SourcePath(context.Background(), res.Passages[0].ChunkID)
+	path, err := a.SourcePath(context.Background(), res.Passages[0].ChunkID)
 	if err != nil || !strings.HasSuffix(path, ".md") && !strings.HasSuffix(path, ".txt") {
 		t.Fatalf("source path %q: %v", path, err)
 	}
@@ -303,15 +307,15 @@ func TestSourcePathConfined(t *testing.T) {
 	if err := a.RemoveFolder(context.Background(), "default", filepath.Join(setup(t), "library")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.SourcePath(context.Background(), res.Passages[0].ChunkID); err == nil {
+	if _, err := a.SourcePath(context.Background(), res.Passages[0].ChunkID); err == nil {
 		t.Error("a removed folder's file still opens")
 	}
-	if _, _, err := a.SourcePath(context.Background(), 1<<40); err == nil {
+	if _, err := a.SourcePath(context.Background(), 1<<40); err == nil {
 		t.Error("unknown chunk opened")
 	}
 }
 
-var searchOpts = retrieve.Options{TopK: 4}
+var searchOpts = app.SearchOptions{TopK: 4}
 
 func TestSwitchModels(t *testing.T) {
 	a := newApp(t, opts{chat: true})
@@ -383,4 +387,58 @@ func TestWatchKeepsWorkspaceCurrent(t *testing.T) {
 	waitFor("the watcher to index a new file", func() bool { return found("ferry timetable") })
 	os.Remove(filepath.Join(lib, "first.md"))
 	waitFor("the watcher to drop a deleted file", func() bool { return !found("lighthouse") })
+}
+
+// TestRetrievalOverlapsDecode: a second question is retrieved and
+// assembled while the first is still being generated (and read by a slow
+// client); only the model itself is taken one question at a time.
+func TestRetrievalOverlapsDecode(t *testing.T) {
+	a := newApp(t, opts{chat: true, embed: true})
+	ctx := context.Background()
+	s := a.Settings()
+	s.MaxTokens = 64 // the tiny model decodes to the limit
+	if err := a.SaveSettings(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan struct{})
+	var once sync.Once
+	type result struct {
+		tr  *app.Trace
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tr, err := a.Ask(ctx, app.AskRequest{Question: "when does the river market open"}, func(ev app.Event) error {
+			if _, ok := ev.(app.Token); ok {
+				once.Do(func() { close(first) })
+				time.Sleep(10 * time.Millisecond) // a slow client
+			}
+			return nil
+		})
+		done <- result{tr, err}
+	}()
+	<-first
+	second := ask(t, a, "what grows in the small garden", 0).trace
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	at := func(tr *app.Trace, stage string, end bool) time.Time {
+		off := tr.StageStarts[stage]
+		if end {
+			off += tr.Stages[stage]
+		}
+		return tr.Received.Add(time.Duration(off * float64(time.Millisecond)))
+	}
+	firstEnd := at(r.tr, app.StageTotal, true)
+	retrieved := at(second, app.StageRetrieval, true)
+	if !retrieved.Before(firstEnd) {
+		t.Errorf("question 2 was retrieved %v after question 1's last token: retrieval waited for the other answer",
+			retrieved.Sub(firstEnd))
+	}
+	if second.Stages[app.StageQueue] <= 0 {
+		t.Errorf("question 2 waited %v ms for the model, which was still answering question 1", second.Stages[app.StageQueue])
+	}
+	t.Logf("question 2 retrieved %v before question 1 ended; it then waited %.0f ms for the model",
+		firstEnd.Sub(retrieved), second.Stages[app.StageQueue])
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -22,37 +23,13 @@ type AskRequest struct {
 	Question  string `json:"question"`
 	Workspace string `json:"workspace"`
 	ChatID    int64  `json:"chat_id,omitempty"`
+	// ClientID is a front door's own name for the request (the desktop's
+	// event channel): Cancel accepts it too.
+	ClientID string `json:"client_id,omitempty"`
 	// RequestID and Received are set by a front door that saw the request
-	// first; zero values mean now and a fresh id.
+	// first; zero values mean a fresh id and now.
 	RequestID string    `json:"-"`
 	Received  time.Time `json:"-"`
-}
-
-// Sink receives the answer's events as they happen: "trace", "stage",
-// "sources", "token", "done". It should flush each one; an error from it
-// (a client gone) cancels the request.
-type Sink func(event string, data any) error
-
-// StageEvent reports a stage starting or finishing.
-type StageEvent struct {
-	Name   string         `json:"name"`
-	State  string         `json:"state"` // start, done
-	Ms     float64        `json:"ms,omitempty"`
-	Detail map[string]any `json:"detail,omitempty"`
-}
-
-// Source is a passage as the UI shows it, numbered as the answer cites it.
-type Source struct {
-	N         int             `json:"n"`
-	ChunkID   int64           `json:"chunk_id"`
-	Document  string          `json:"document"`
-	Path      string          `json:"path"`
-	Page      int             `json:"page"`
-	Heading   string          `json:"heading"`
-	LineStart int             `json:"line_start"`
-	LineEnd   int             `json:"line_end"`
-	Text      string          `json:"text"`
-	Scores    retrieve.Scores `json:"scores"`
 }
 
 // NewRequestID returns a random request id.
@@ -62,18 +39,73 @@ func NewRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// MaxQuestion is the longest question accepted, in bytes.
+const MaxQuestion = 8000
+
 // Ask answers a question, streaming its events to emit, and returns the
-// finished trace (also stored). A failing stage degrades the answer (see
-// the fallback levels in the README); it never loses the request.
+// finished trace (also stored). Everything that can refuse the question
+// (bad input, unknown workspace or chat, a full queue) does so before the
+// first event, so a front door can still answer with a plain status. A
+// failing stage degrades the answer (see the fallback levels in the
+// README); it never loses the request.
 func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error) {
+	x, err := a.admitAsk(ctx, req, emit)
+	if err != nil {
+		return nil, err
+	}
+	defer x.release()
+	err = x.run(x.start, x.openChat, x.retrieve, x.rerank, x.assemble, x.generate)
+	x.finish(err)
+	return x.t, err
+}
+
+// ask is one question on its way through the pipeline's stages.
+type ask struct {
+	a    *App
+	ctx  context.Context
+	q    string
+	rec  *recorder
+	t    *Trace
+	emit Sink
+	m    *models
+	s    Settings
+	ws   store.Workspace
+
+	history  []engine.Message
+	res      retrieve.Result
+	passages []retrieve.Passage // fitted into the prompt, in prompt order
+	prompt   string
+	reasons  []string
+	answer   strings.Builder
+	release  func()
+	span     trace.Span
+	sendErr  error
+}
+
+// admitAsk checks the request, looks up its workspace and chat (creating
+// nothing) and takes a place in the queue.
+func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, error) {
 	q := strings.TrimSpace(req.Question)
-	if q == "" {
-		return nil, errNoQuestion
+	switch {
+	case q == "":
+		return nil, fmt.Errorf("%w: empty question", ErrInvalid)
+	case !utf8.ValidString(q):
+		return nil, fmt.Errorf("%w: the question is not valid UTF-8 text", ErrInvalid)
+	case len(q) > MaxQuestion:
+		return nil, fmt.Errorf("%w: question too long (%d bytes, at most %d)", ErrInvalid, len(q), MaxQuestion)
+	case req.ChatID < 0:
+		return nil, fmt.Errorf("%w: bad chat id", ErrInvalid)
 	}
-	if len(q) > 8000 {
-		return nil, fmt.Errorf("question too long (%d bytes, at most 8000)", len(q))
+	ws, err := a.lookup(ctx, req.Workspace)
+	if err != nil {
+		return nil, err
 	}
-	t := &Trace{RequestID: req.RequestID, Question: q, Received: req.Received}
+	if req.ChatID > 0 {
+		if err := a.chatIn(ctx, req.ChatID, ws); err != nil {
+			return nil, err
+		}
+	}
+	t := &Trace{RequestID: req.RequestID, Question: q, Received: req.Received, WorkspaceID: ws.ID, ChatID: req.ChatID}
 	if t.RequestID == "" {
 		t.RequestID = NewRequestID()
 	}
@@ -81,218 +113,244 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 		t.Received = time.Now()
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-	defer cancel()
+	if err := a.admit(t.RequestID, req.ClientID, cancel); err != nil {
+		cancel()
+		return nil, err
+	}
 	ctx, span := a.cfg.Tracer.Start(ctx, "ask", trace.WithTimestamp(t.Received))
-	rec := newRecorder(ctx, a.cfg.Tracer, t)
-	defer func() {
-		span.SetAttributes(rec.attrs()...)
+	m, let := a.hold()
+	x := &ask{a: a, ctx: ctx, q: q, t: t, rec: newRecorder(ctx, a.cfg.Tracer, t), emit: emit, m: m,
+		s: a.Settings(), ws: ws, span: span}
+	x.release = func() {
+		let()
+		cancel()
+		span.SetAttributes(x.rec.attrs()...)
 		span.End()
-	}()
-
-	// The id goes out at once, so a client can cancel while queued; a new
-	// chat's id comes with the done event (it is created once admitted).
-	if err := emit("trace", map[string]any{"request_id": t.RequestID, "chat_id": req.ChatID}); err != nil {
-		return nil, err
 	}
-	stage := func(name, state string, ms float64, detail map[string]any) error {
-		return emit("stage", StageEvent{Name: name, State: state, Ms: round(ms), Detail: detail})
-	}
+	t.VersionID = m.versionID()
+	return x, nil
+}
 
-	// Admission: one question at a time reaches the engine; beyond the
-	// queue's capacity the request is refused at once, before it writes
-	// anything.
-	stage("queue", "start", 0, nil)
+// run calls the stages in order until one fails.
+func (x *ask) run(stages ...func() error) error {
+	for _, stage := range stages {
+		if err := stage(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send emits an event; a sink that fails cancels the answer.
+func (x *ask) send(ev Event) error {
+	if x.sendErr != nil {
+		return x.sendErr
+	}
+	if err := x.emit(ev); err != nil {
+		x.sendErr = fmt.Errorf("client gone: %w", err)
+		x.a.Cancel(x.t.RequestID)
+		return x.sendErr
+	}
+	return nil
+}
+
+// stage reports a stage (a Stage* name) starting or ending.
+func (x *ask) stage(name, state string, detail map[string]any) error {
+	ev := StageEvent{Name: trimMs(name), State: state, Detail: detail}
+	if state == stageDone {
+		ev.Ms = x.t.Stages[name]
+	}
+	return x.send(ev)
+}
+
+func (x *ask) degrade(level int, reason string) {
+	x.t.FallbackLevel = max(x.t.FallbackLevel, level)
+	x.reasons = append(x.reasons, reason)
+}
+
+func (x *ask) start() error {
+	return x.send(Started{RequestID: x.t.RequestID, ChatID: x.t.ChatID})
+}
+
+// openChat creates the chat if new, loads its earlier turns and stores the
+// question, so it is kept even if answering fails.
+func (x *ask) openChat() error {
+	db := x.a.db
+	if x.t.ChatID == 0 {
+		title := x.q
+		if len(title) > 80 {
+			title = title[:80] + "…"
+		}
+		c, err := db.NewChat(x.ctx, x.ws.ID, title)
+		if err != nil {
+			return err
+		}
+		x.t.ChatID = c.ID
+	}
+	msgs, err := db.Messages(x.ctx, x.t.ChatID)
+	if err != nil {
+		return fmt.Errorf("chat %d: %w", x.t.ChatID, err)
+	}
+	for _, m := range msgs {
+		x.history = append(x.history, engine.Message{Role: m.Role, Content: m.Content})
+	}
+	_, err = db.AppendMessage(x.ctx, store.Message{ChatID: x.t.ChatID, Role: "user", Content: x.q, RequestID: x.t.RequestID})
+	return err
+}
+
+// retrieve runs the query embedding, then vector ‖ BM25, fused.
+func (x *ask) retrieve() error {
+	x.stage(StageRetrieval, stageStart, nil)
 	start := time.Now()
-	release, _, err := a.queue.Acquire(engine.WithPriority(ctx, engine.Interactive))
+	res, err := x.m.retriever.Search(x.ctx, x.ws.ID, x.q, retrieve.Options{TopK: max(x.s.TopK, x.s.RerankK), EfSearch: x.s.EfSearch})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("retrieval: %w", err)
 	}
-	defer release()
-	rec.add(StageQueue, start, time.Now())
-	stage("queue", "done", t.Stages[StageQueue], nil)
-
-	ws, err := a.workspace(ctx, req.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	t.WorkspaceID = ws.ID
-	a.mu.Lock()
-	a.inflight[t.RequestID] = true
-	a.mu.Unlock()
-	defer func() { // finish clears it; this covers early returns
-		a.mu.Lock()
-		delete(a.inflight, t.RequestID)
-		delete(a.pendingUI, t.RequestID)
-		a.mu.Unlock()
-	}()
-	history, err := a.openChat(ctx, t, req.ChatID, q)
-	if err != nil {
-		return nil, err
-	}
-
-	a.mu.Lock()
-	s, chat, rr, ret := a.settings, a.chat, a.rerank, a.retriever
-	t.VersionID = a.versionID()
-	a.mu.Unlock()
-
-	// Retrieval: query embedding, then vector ‖ BM25, fused.
-	var reasons []string
-	degrade := func(level int, reason string) {
-		t.FallbackLevel = max(t.FallbackLevel, level)
-		reasons = append(reasons, reason)
-	}
-	stage("retrieval", "start", 0, nil)
-	start = time.Now()
-	res, err := ret.Search(ctx, ws.ID, q, retrieve.Options{TopK: max(s.TopK, s.RerankK), EfSearch: s.EfSearch})
-	if err != nil {
-		return nil, fmt.Errorf("retrieval: %w", err)
-	}
-	base := rec.since(start)
+	base := x.rec.since(start)
 	for _, st := range []struct {
 		name string
 		step retrieve.Step
 	}{{StageEmbed, res.Timing.Embed}, {StageVector, res.Timing.Vector}, {StageBM25, res.Timing.BM25}} {
-		rec.set(st.name, st.step.Ms, base+st.step.Start)
+		x.rec.set(st.name, st.step.Ms, base+st.step.Start)
 	}
-	rec.add(StageRetrieval, start, time.Now())
-	t.EmbedCacheHit, t.RetrievalCacheHit, t.RetrievalMode = res.EmbedCacheHit, res.CacheHit, res.Mode
-	if res.Mode == "bm25" {
-		degrade(2, "BM25 only: "+res.Degraded)
+	x.rec.add(StageRetrieval, start, time.Now())
+	x.res = res
+	x.t.EmbedCacheHit, x.t.RetrievalCacheHit, x.t.RetrievalMode = res.EmbedCacheHit, res.CacheHit, res.Mode
+	if res.Mode == retrieve.ModeBM25 {
+		x.degrade(2, "BM25 only: "+res.Degraded)
 	}
-	stage("retrieval", "done", t.Stages[StageRetrieval], map[string]any{"sources": len(res.Passages), "mode": res.Mode})
+	return x.stage(StageRetrieval, stageDone, map[string]any{"sources": len(res.Passages), "mode": res.Mode})
+}
 
-	// Rerank, when a reranker exists and its expected cost fits the budget.
-	k := min(s.RerankK, len(res.Passages))
+// rerank reorders the candidates when a reranker exists and its expected
+// cost fits the budget.
+func (x *ask) rerank() error {
+	k := min(x.s.RerankK, len(x.res.Passages))
+	cost := x.a.rerankCost() * float64(k)
 	switch {
-	case rr == nil:
-		degrade(1, "rerank skipped: no rerank model")
+	case x.m.rerank == nil:
+		x.degrade(1, "rerank skipped: no rerank model")
 	case k == 0:
-	case s.RerankBudgetMs > 0 && a.rerankCost()*float64(k) > float64(s.RerankBudgetMs):
-		degrade(1, fmt.Sprintf("rerank skipped: %d candidates would take ~%.0f ms, over the %d ms budget", k, a.rerankCost()*float64(k), s.RerankBudgetMs))
+	case x.s.RerankBudgetMs > 0 && cost > float64(x.s.RerankBudgetMs):
+		x.degrade(1, fmt.Sprintf("rerank skipped: %d candidates would take ~%.0f ms, over the %d ms budget", k, cost, x.s.RerankBudgetMs))
 	default:
-		stage("rerank", "start", 0, map[string]any{"candidates": k})
-		start = time.Now()
-		d, err := ret.Rerank(ctx, rr, q, &res, k)
-		rec.add(StageRerank, start, time.Now())
+		x.stage(StageRerank, stageStart, map[string]any{"candidates": k})
+		start := time.Now()
+		d, err := x.m.retriever.Rerank(x.ctx, x.m.rerank, x.q, &x.res, k)
+		x.rec.add(StageRerank, start, time.Now())
 		if err != nil {
-			degrade(1, "rerank failed: "+err.Error())
+			x.degrade(1, "rerank failed: "+err.Error())
 		} else {
-			a.noteRerank(d, k)
+			x.a.noteRerank(ms(d), k)
 		}
-		stage("rerank", "done", t.Stages[StageRerank], nil)
+		return x.stage(StageRerank, stageDone, nil)
 	}
-	if t.Stages[StageRerank] == 0 {
-		rec.set(StageRerank, 0, rec.since(time.Now()))
-	}
-	passages := res.Passages[:min(s.TopK, len(res.Passages))]
+	return nil
+}
 
-	// Prompt assembly, fitted to the token budget.
-	start = time.Now()
-	stage("prompt_assemble", "start", 0, nil)
-	var p prompt
-	if chat != nil {
-		t.ContextBudget = a.contextBudget(s)
-		p, err = assemble(ctx, chat.Template(), chat, history, q, passages, t.ContextBudget)
+// assemble fits the passages into the prompt's token budget.
+func (x *ask) assemble() error {
+	passages := x.res.Passages[:min(x.s.TopK, len(x.res.Passages))]
+	x.stage(StageAssemble, stageStart, nil)
+	start := time.Now()
+	if x.m.chat != nil {
+		x.t.ContextBudget = x.a.contextBudget(x.s)
+		p, err := x.a.assemble(x.ctx, x.m.chat, x.history, x.q, passages, x.t.ContextBudget)
 		if err != nil {
-			return nil, err
+			return err
 		}
+		x.prompt, x.passages = p.text, p.passages
 	} else {
-		p = prompt{passages: passages}
-		degrade(3, "no generation model: extractive answer")
+		x.passages = passages
+		x.degrade(3, "no generation model: extractive answer")
 	}
-	rec.add(StageAssemble, start, time.Now())
-	stage("prompt_assemble", "done", t.Stages[StageAssemble], nil)
-	t.ContextChunks = len(p.passages)
-	t.FallbackReason = strings.Join(reasons, "; ")
-	sources := toSources(p.passages)
-	if err := emit("sources", sources); err != nil {
-		return nil, err
+	x.rec.add(StageAssemble, start, time.Now())
+	x.t.ContextChunks = len(x.passages)
+	x.t.FallbackReason = strings.Join(x.reasons, "; ")
+	if err := x.stage(StageAssemble, stageDone, map[string]any{"sources": len(x.passages), "candidates": len(x.res.Passages)}); err != nil {
+		return err
 	}
+	return x.send(toSources(x.passages))
+}
 
-	// Generation (or the extractive answer).
-	var answer strings.Builder
-	var planAt time.Time // when the runner said what it will evaluate
-	first := true
-	send := func(text string) error {
+// generate streams the answer (or the extractive one) and lays the
+// engine's numbers out as stages.
+func (x *ask) generate() error {
+	var planAt, firstAt time.Time // when the runner said what it will evaluate; the first token
+	genStart := time.Now()
+	token := func(text string) error {
 		if text == "" {
 			return nil
 		}
-		answer.WriteString(text)
+		x.answer.WriteString(text)
 		sent := time.Now()
-		if err := emit("token", map[string]string{"text": text}); err != nil {
+		if err := x.send(Token{Text: text}); err != nil {
 			return err
 		}
-		if first && strings.TrimSpace(text) != "" {
-			first = false
-			now := time.Now()
-			t.FirstTokenAt = now
-			rec.set(StageFlush, ms(now.Sub(sent)), rec.since(sent))
-			rec.set(StageTTFT, rec.since(now), 0)
+		if firstAt.IsZero() && strings.TrimSpace(text) != "" {
+			firstAt = time.Now()
+			x.t.FirstTokenAt = firstAt
+			x.rec.set(StageFlush, ms(firstAt.Sub(sent)), x.rec.since(sent))
+			x.rec.set(StageTTFT, x.rec.since(firstAt), 0)
 			if !planAt.IsZero() {
-				stage("prefill", "done", ms(sent.Sub(planAt)), nil)
+				x.rec.add(StagePrefill, planAt, sent) // replaced by the runner's own figure at the end
+				x.stage(StagePrefill, stageDone, nil)
 			}
-			stage("generate", "start", 0, nil)
+			x.send(StageEvent{Name: eventGenerate, State: stageStart})
 		}
 		return nil
 	}
-	genStart := time.Now()
-	var genErr error
-	if chat == nil {
-		genErr = send(extractive(p.passages, "no generation model is configured"))
-		t.Route = "extractive"
+	var err error
+	if x.m.chat == nil {
+		x.t.Route = "extractive"
+		err = token(extractive(x.passages, "no generation model is configured"))
 	} else {
-		t.Route = chat.ID()
-		st, err := chat.Generate(ctx, engine.GenerateRequest{Prompt: p.text, MaxTokens: s.MaxTokens,
+		x.t.Route = x.m.chat.ID()
+		// The model answers one question at a time: a question waits here,
+		// not earlier, so its retrieval overlaps the answer before it.
+		x.stage(StageQueue, stageStart, nil)
+		var st engine.Stats
+		st, err = x.m.chat.Generate(x.ctx, engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens,
 			OnPlan: func(plan engine.Stats) {
 				planAt = time.Now()
+				x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
 				expected := 0.0
-				if sp := a.PrefillSpeed(); sp > 0 {
+				if sp := x.a.PrefillSpeed(); sp > 0 {
 					expected = float64(plan.EvalTokens) / sp * 1000
 				}
-				stage("prefill", "start", 0, map[string]any{"prompt_tokens": plan.PromptTokens,
-					"cached_tokens": plan.CachedTokens, "eval_tokens": plan.EvalTokens, "expected_ms": round(expected)})
-			}}, send)
-		genErr = err
-		a.recordGeneration(rec, genStart, st)
-		stage("generate", "done", st.DecodeMs, map[string]any{"decode_tokens": st.DecodeTokens, "decode_tok_s": round(st.DecodeTokS)})
+				x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
+					"cached_tokens": plan.CachedTokens, "eval_tokens": plan.EvalTokens, "expected_ms": round(expected)}})
+			}}, token)
+		x.recordGeneration(genStart, st)
 	}
 	end := time.Now()
-	rec.set(StageTotal, rec.since(end), 0)
-	if chat != nil {
+	x.rec.set(StageTotal, x.rec.since(end), 0)
+	if x.m.chat != nil {
 		// Decode runs from the first token to the end, on this process's
-		// clock (runner times shifted by an estimated round trip could
-		// overshoot the total by a few milliseconds).
+		// clock: the live event and the stored trace carry the same figure.
 		from := end
-		if !t.FirstTokenAt.IsZero() {
-			from = t.FirstTokenAt
+		if !firstAt.IsZero() {
+			from = firstAt
 		}
-		rec.set(StageDecode, ms(end.Sub(from)), rec.since(from))
+		x.rec.set(StageDecode, ms(end.Sub(from)), x.rec.since(from))
+		x.send(StageEvent{Name: eventGenerate, State: stageDone, Ms: x.t.Stages[StageDecode],
+			Detail: map[string]any{"decode_tokens": x.t.DecodeTokens, "decode_tok_s": x.t.DecodeTokS}})
 	}
-	if _, ok := t.Stages[StageTTFT]; !ok {
-		rec.set(StageTTFT, rec.since(end), 0) // no token: TTFT is the whole wait
-	}
-	if genErr != nil {
-		t.Error = genErr.Error()
-		if errors.Is(genErr, context.Canceled) || errors.Is(ctx.Err(), context.Canceled) {
-			t.StopReason = "cancel"
-		}
-	}
-	a.finish(context.WithoutCancel(ctx), t, answer.String())
-	if genErr == nil || t.StopReason == "cancel" {
-		emit("done", t)
-	}
-	return t, genErr
+	return err
 }
+
+// eventGenerate names the decode stage in events (the trace's decode_ms).
+const eventGenerate = "generate"
 
 // recordGeneration turns the engine's numbers into stages laid out from
 // the moment the prompt was handed over.
-func (a *App) recordGeneration(rec *recorder, genStart time.Time, st engine.Stats) {
-	t := rec.t
+func (x *ask) recordGeneration(genStart time.Time, st engine.Stats) {
+	t, rec := x.t, x.rec
 	t.PromptTokens, t.CachedTokens, t.EvalTokens = st.PromptTokens, st.CachedTokens, st.EvalTokens
 	t.DecodeTokens, t.DecodeTokS, t.StopReason = st.DecodeTokens, round(st.DecodeTokS), st.StopReason
 	off := rec.since(genStart)
 	rtt := st.RunnerRTTMs / 2
-	rec.set("engine_queue_ms", st.QueueMs, off)
+	rec.set(StageQueue, st.QueueMs, off)
 	off += st.QueueMs + rtt
 	rec.set(StageTokenize, st.TokenizeMs, off)
 	rec.set(StagePrefill, st.PrefillMs, off+st.TokenizeMs)
@@ -302,63 +360,59 @@ func (a *App) recordGeneration(rec *recorder, genStart time.Time, st engine.Stat
 	if llm == 0 {
 		llm = st.TokenizeMs + st.PrefillMs + st.FirstDecodeMs
 	}
-	rec.set(StageLLMTTFT, llm+st.QueueMs, rec.since(genStart))
+	rec.set(StageLLMTTFT, llm, rec.since(genStart)+st.QueueMs)
 	if st.EvalTokens > 0 && st.PrefillMs > 0 {
-		a.notePrefill(st.EvalTokens, st.PrefillMs)
+		x.a.notePrefill(st.EvalTokens, st.PrefillMs)
 	}
 }
 
-// openChat returns the earlier turns of the chat (creating it if new) and
-// stores the question, so it is kept even if answering fails.
-func (a *App) openChat(ctx context.Context, t *Trace, chatID int64, q string) ([]engine.Message, error) {
-	if chatID == 0 {
-		title := q
-		if len(title) > 80 {
-			title = title[:80] + "…"
-		}
-		c, err := a.db.NewChat(ctx, t.WorkspaceID, title)
-		if err != nil {
-			return nil, err
-		}
-		chatID = c.ID
-	} else if !a.chatIn(ctx, chatID, t.WorkspaceID) {
-		return nil, fmt.Errorf("chat %d: %w in this workspace", chatID, ErrNotFound)
+// finish stores the answer and the trace, and ends the stream with done
+// (also for a stopped answer; a failed one ends with the front door's error).
+func (x *ask) finish(err error) {
+	t := x.t
+	ctx := context.WithoutCancel(x.ctx)
+	if _, ok := t.Stages[StageTTFT]; !ok {
+		x.rec.set(StageTTFT, x.rec.since(time.Now()), 0) // no token: TTFT is the whole wait
 	}
-	msgs, err := a.db.Messages(ctx, chatID)
+	if _, ok := t.Stages[StageTotal]; !ok {
+		x.rec.set(StageTotal, x.rec.since(time.Now()), 0)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("chat %d: %w", chatID, err)
+		t.Error = err.Error()
+		if errors.Is(err, context.Canceled) || errors.Is(x.ctx.Err(), context.Canceled) {
+			t.StopReason = "cancel"
+		}
 	}
-	t.ChatID = chatID
-	var history []engine.Message
-	for _, m := range msgs {
-		history = append(history, engine.Message{Role: m.Role, Content: m.Content})
-	}
-	if _, err := a.db.AppendMessage(ctx, store.Message{ChatID: chatID, Role: "user", Content: q, RequestID: t.RequestID}); err != nil {
-		return nil, err
-	}
-	return history, nil
-}
-
-// finish stores the answer and the trace.
-func (a *App) finish(ctx context.Context, t *Trace, answer string) {
-	if answer != "" || t.Error != "" {
-		content := answer
+	if t.ChatID != 0 && (x.answer.Len() > 0 || t.Error != "") {
+		content := x.answer.String()
 		if t.StopReason == "cancel" {
 			content += " [stopped]"
 		}
-		a.db.AppendMessage(ctx, store.Message{ChatID: t.ChatID, Role: "assistant", Content: content, RequestID: t.RequestID})
+		if _, err := x.a.db.AppendMessage(ctx, store.Message{ChatID: t.ChatID, Role: "assistant", Content: content, RequestID: t.RequestID}); err != nil {
+			x.a.log.Error("store answer", "request", t.RequestID, "err", err)
+		}
 	}
-	a.mu.Lock()
-	ui, ok := a.pendingUI[t.RequestID]
-	delete(a.pendingUI, t.RequestID)
-	delete(a.inflight, t.RequestID)
-	a.mu.Unlock()
-	if ok {
-		setUI(t, ui[0], ui[1])
+	// The UI's report usually comes before the trace is stored; one that
+	// comes while it is being stored is applied after.
+	ui := x.a.pendingUI(t.RequestID)
+	for {
+		if ui != nil {
+			setUI(t, ui[0], ui[1])
+		}
+		if err := x.a.saveTrace(ctx, t); err != nil {
+			x.a.log.Error("store trace", "request", t.RequestID, "err", err)
+		}
+		late := x.a.retire(t.RequestID)
+		if late == ui {
+			break
+		}
+		ui = late
 	}
-	a.saveTrace(ctx, t)
-	if a.cfg.OnTrace != nil {
-		a.cfg.OnTrace(t)
+	if x.a.cfg.OnTrace != nil {
+		x.a.cfg.OnTrace(t)
+	}
+	if err == nil || t.StopReason == "cancel" {
+		x.send(Done{t})
 	}
 }
 
@@ -372,47 +426,36 @@ func (a *App) saveTrace(ctx context.Context, t *Trace) error {
 		FallbackLevel: t.FallbackLevel, PromptTokens: t.PromptTokens, Stages: t.Stages, JSON: b})
 }
 
-func toSources(ps []retrieve.Passage) []Source {
-	out := make([]Source, len(ps))
+func toSources(ps []retrieve.Passage) Sources {
+	out := make(Sources, len(ps))
 	for i, p := range ps {
-		doc := p.Rel
-		if doc == "" {
-			doc = p.Path
-		}
-		out[i] = Source{N: i + 1, ChunkID: p.ChunkID, Document: doc, Path: p.Path, Page: p.Page,
-			Heading: p.Heading, LineStart: p.LineStart, LineEnd: p.LineEnd, Text: p.Text, Scores: p.Scores}
+		out[i] = sourceOf(p)
+		out[i].N = i + 1
 	}
 	return out
 }
 
-// rerankCost is the measured milliseconds per reranked candidate.
-func (a *App) rerankCost() float64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.rerankMs
-}
-
-func (a *App) noteRerank(d time.Duration, k int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	per := ms(d) / float64(max(k, 1))
-	if a.rerankMs == 0 {
-		a.rerankMs = per
-	} else {
-		a.rerankMs = 0.7*a.rerankMs + 0.3*per
+func sourceOf(p retrieve.Passage) Source {
+	doc := p.Rel
+	if doc == "" {
+		doc = p.Path
 	}
+	s := p.Scores
+	return Source{ChunkID: p.ChunkID, Document: doc, Path: p.Path, Page: p.Page,
+		Heading: p.Heading, LineStart: p.LineStart, LineEnd: p.LineEnd, Text: p.Text,
+		Scores: Scores{BM25: s.BM25, Vector: s.Vector, Fused: s.Fused, Rerank: s.Rerank, BM25Rank: s.BM25Rank, VectorRank: s.VectorRank}}
 }
 
-// chatIn reports whether chat id belongs to workspace ws.
-func (a *App) chatIn(ctx context.Context, id, ws int64) bool {
-	chats, err := a.db.Chats(ctx, ws)
+// chatIn checks that chat id belongs to workspace ws.
+func (a *App) chatIn(ctx context.Context, id int64, ws store.Workspace) error {
+	chats, err := a.db.Chats(ctx, ws.ID)
 	if err != nil {
-		return false
+		return err
 	}
 	for _, c := range chats {
 		if c.ID == id {
-			return true
+			return nil
 		}
 	}
-	return false
+	return fmt.Errorf("chat %d in workspace %q: %w", id, ws.Name, ErrNotFound)
 }

@@ -59,10 +59,16 @@ func ReadEvalQueries(r io.Reader) ([]EvalQuery, error) {
 // documents three ways: by BM25 rank, by vector rank, and fused.
 func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuery) (EvalReport, error) {
 	rep := EvalReport{Queries: len(qs)}
+	ws, err := a.lookup(ctx, workspace)
+	if err != nil {
+		return rep, err
+	}
+	m, let := a.hold()
+	defer let()
 	var bm, vec, hyb []float64 // reciprocal ranks
 	var bm5, bm20, vec5, vec20, hyb5, hyb20 float64
 	for _, q := range qs {
-		res, err := a.Search(ctx, workspace, q.Query, retrieve.Options{TopK: 200, Candidates: 100, NoCache: true})
+		res, err := m.retriever.Search(ctx, ws.ID, q.Query, retrieve.Options{TopK: 200, Candidates: 100, NoCache: true})
 		if err != nil {
 			return rep, fmt.Errorf("query %q: %w", q.Query, err)
 		}

@@ -7,288 +7,131 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"unicode/utf8"
 
-	"lore/engine"
 	"lore/index/ingest"
-	"lore/index/parse"
 	"lore/index/retrieve"
 	"lore/store"
 )
 
-// indexer runs indexing jobs in the background, one workspace at a time,
-// and fans their progress out to subscribers (the CLI bar, the UI panel).
-type indexer struct {
-	a  *App
-	ix *ingest.Indexer
-
-	mu      sync.Mutex
-	subs    map[int64]map[chan ingest.Progress]struct{}
-	running map[int64]bool
-	last    map[int64]ingest.Summary
-	again   map[int64]bool // a run was asked for while one was busy
-	watches map[int64]context.CancelFunc
-	cancel  context.CancelFunc
-	ctx     context.Context
-	wg      sync.WaitGroup
-}
-
-// embedAdapter runs indexing embeddings at background priority, so a
-// question's query embedding goes first; it yields between batches.
-type embedAdapter struct{ e Embedder }
-
-func (b embedAdapter) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return b.e.Embed(engine.WithPriority(ctx, engine.Background), texts)
-}
-func (b embedAdapter) ModelID() string { return b.e.ID() }
-
-func newIndexer(a *App) *indexer {
-	workerCmd := a.cfg.WorkerCmd
-	if workerCmd == nil {
-		if exe, err := os.Executable(); err == nil {
-			workerCmd = []string{exe, parse.WorkerArg}
-		}
-	}
-	ix := &ingest.Indexer{DB: a.db, Parser: parse.New(parse.Options{WorkerCmd: workerCmd})}
-	if a.embed != nil {
-		ix.Embedder = embedAdapter{a.embed}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &indexer{a: a, ix: ix, ctx: ctx, cancel: cancel,
-		subs: map[int64]map[chan ingest.Progress]struct{}{}, running: map[int64]bool{}, last: map[int64]ingest.Summary{}, again: map[int64]bool{},
-		watches: map[int64]context.CancelFunc{}}
-}
-
-// setEmbedder makes later runs embed with e (nil: none). A run in flight
-// keeps the indexer it started with.
-func (x *indexer) setEmbedder(e Embedder) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ix := &ingest.Indexer{DB: x.ix.DB, Parser: x.ix.Parser}
-	if e != nil {
-		ix.Embedder = embedAdapter{e}
-	}
-	x.ix = ix
-	for ws := range x.watches {
-		x.watchLocked(ws)
-	}
-}
-
-// watch keeps a workspace current: a watcher re-indexes its folders as
-// files change (Config.Watch; the server and desktop app turn it on). It
-// restarts an existing watcher, which sees only the folders it started with.
-func (x *indexer) watch(ws int64) {
-	if !x.a.cfg.Watch {
-		return
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.watchLocked(ws)
-}
-
-func (x *indexer) watchLocked(ws int64) {
-	if cancel := x.watches[ws]; cancel != nil {
-		cancel()
-	}
-	w, err := x.a.db.Workspaces(x.ctx)
-	if err != nil {
-		return
-	}
-	name := ""
-	for _, v := range w {
-		if v.ID == ws {
-			name = v.Name
-		}
-	}
+// lookup finds a workspace by name ("" is the default one). It never
+// creates one: only CreateWorkspace, AddFolder and Index do.
+func (a *App) lookup(ctx context.Context, name string) (store.Workspace, error) {
 	if name == "" {
-		delete(x.watches, ws)
-		return
+		name = DefaultWorkspace
 	}
-	ctx, cancel := context.WithCancel(x.ctx)
-	x.watches[ws] = cancel
-	ix := x.ix
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
-		ix.Watch(ctx, name, nil, ingest.Options{Progress: func(p ingest.Progress) { x.publish(ws, p) }},
-			func(sum ingest.Summary, err error) {
-				x.a.retrieverNow().Refresh(ctx, ws)
-				x.mu.Lock()
-				x.last[ws] = sum
-				x.mu.Unlock()
-			})
-	}()
-}
-
-func (x *indexer) stop() {
-	x.cancel()
-	x.wg.Wait()
-}
-
-func (x *indexer) publish(ws int64, p ingest.Progress) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for ch := range x.subs[ws] {
-		select {
-		case ch <- p:
-		default: // a slow subscriber misses an update, never blocks indexing
-		}
-	}
-}
-
-// Index indexes folders (none: all of the workspace's) now, reporting
-// progress to fn, and brings the vector index up to date.
-func (a *App) Index(ctx context.Context, workspace string, folders []string, fn func(ingest.Progress)) (ingest.Summary, error) {
-	ws, err := a.workspace(ctx, workspace)
+	wss, err := a.db.Workspaces(ctx)
 	if err != nil {
-		return ingest.Summary{}, err
+		return store.Workspace{}, err
 	}
-	for i, f := range folders {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return ingest.Summary{}, err
+	for _, w := range wss {
+		if w.Name == name {
+			return w, nil
 		}
-		st, err := os.Stat(abs)
-		if err != nil {
-			return ingest.Summary{}, fmt.Errorf("folder %s: %w", f, err)
-		}
-		if !st.IsDir() {
-			return ingest.Summary{}, fmt.Errorf("%s is not a folder", f)
-		}
-		folders[i] = abs
 	}
-	x := a.idx
-	x.mu.Lock()
-	x.running[ws.ID] = true
-	x.mu.Unlock()
-	defer func() {
-		x.mu.Lock()
-		delete(x.running, ws.ID)
-		again := x.again[ws.ID]
-		delete(x.again, ws.ID)
-		x.mu.Unlock()
-		if again && x.ctx.Err() == nil {
-			a.StartIndex(ws.Name, nil) // changes that came in while this run was busy
-		}
-	}()
-	var files int // the parse phase's total, carried into the embed phase's events
-	x.mu.Lock()
-	ix := x.ix
-	x.mu.Unlock()
-	sum, err := ix.Run(ctx, ws.Name, folders, ingest.Options{Progress: func(p ingest.Progress) {
-		if p.Phase == ingest.PhaseParse {
-			files = p.FilesTotal
-		} else if p.Phase == ingest.PhaseEmbed && p.FilesTotal == 0 {
-			p.FilesDone, p.FilesTotal = files, files
-		}
-		if fn != nil {
-			fn(p)
-		}
-		x.publish(ws.ID, p)
-	}})
-	if rerr := a.retrieverNow().Refresh(context.WithoutCancel(ctx), ws.ID); rerr != nil && err == nil {
-		err = fmt.Errorf("vector index: %w", rerr)
-	}
-	x.mu.Lock()
-	x.last[ws.ID] = sum
-	x.mu.Unlock()
-	return sum, err
+	return store.Workspace{}, fmt.Errorf("workspace %q: %w", name, ErrNotFound)
 }
 
-// StartIndex indexes in the background; progress goes to subscribers.
-func (a *App) StartIndex(workspace string, folders []string) error {
-	ws, err := a.workspace(a.idx.ctx, workspace)
-	if err != nil {
-		return err
+// ensure finds or creates a workspace, for the calls that add to one.
+func (a *App) ensure(ctx context.Context, name string) (store.Workspace, error) {
+	if name == "" {
+		name = DefaultWorkspace
 	}
-	x := a.idx
-	x.mu.Lock()
-	busy := x.running[ws.ID]
-	if busy {
-		x.again[ws.ID] = true // the running job starts another pass when it ends
+	if err := validName(name); err != nil {
+		return store.Workspace{}, err
 	}
-	x.mu.Unlock()
-	if busy {
-		return nil
+	return a.db.EnsureWorkspace(ctx, name)
+}
+
+func validName(name string) error {
+	if name == "" || len(name) > 64 || !utf8.ValidString(name) || strings.ContainsAny(name, "/\\") ||
+		strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("%w: workspace names are 1–64 printable characters without slashes", ErrInvalid)
 	}
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
-		a.Index(x.ctx, ws.Name, folders, nil)
-	}()
 	return nil
 }
 
-// Subscribe returns a channel of the workspace's indexing progress and a
-// func to stop listening.
-func (a *App) Subscribe(workspace string) (<-chan ingest.Progress, func(), error) {
-	ws, err := a.workspace(context.Background(), workspace)
-	if err != nil {
-		return nil, nil, err
+// absFolders checks that each path is a folder and makes it absolute.
+func absFolders(paths []string) ([]string, error) {
+	out := make([]string, len(paths))
+	for i, f := range paths {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: folder %s: %v", ErrInvalid, f, err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("%w: %s is not a folder", ErrInvalid, f)
+		}
+		out[i] = abs
 	}
-	x := a.idx
-	ch := make(chan ingest.Progress, 64)
-	x.mu.Lock()
-	if x.subs[ws.ID] == nil {
-		x.subs[ws.ID] = map[chan ingest.Progress]struct{}{}
-	}
-	x.subs[ws.ID][ch] = struct{}{}
-	x.mu.Unlock()
-	return ch, func() {
-		x.mu.Lock()
-		delete(x.subs[ws.ID], ch)
-		x.mu.Unlock()
-	}, nil
+	return out, nil
 }
 
-// IndexStatus says whether a workspace is being indexed and how the last
-// run ended.
-func (a *App) IndexStatus(workspace string) (running bool, last ingest.Summary) {
-	ws, err := a.workspace(context.Background(), workspace)
+// Index indexes folders (none: all of the workspace's) now, reporting
+// progress to fn, and brings the vector index up to date. It waits for a
+// run of the same workspace that is already going.
+func (a *App) Index(ctx context.Context, workspace string, folders []string, fn func(Progress)) (Summary, error) {
+	folders, err := absFolders(folders)
 	if err != nil {
-		return false, last
+		return Summary{}, err
 	}
-	x := a.idx
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.running[ws.ID], x.last[ws.ID]
+	ws, err := a.ensure(ctx, workspace)
+	if err != nil {
+		return Summary{}, err
+	}
+	return a.jobs.get(ws).do(ctx, folders, fn)
+}
+
+// StartIndex indexes a workspace's folders in the background; progress
+// goes to subscribers. Asked while a run is going, it runs once more after.
+func (a *App) StartIndex(ctx context.Context, workspace string) error {
+	ws, err := a.lookup(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	a.jobs.get(ws).request()
+	return nil
 }
 
 // AddFolder registers a folder with a workspace and indexes it in the background.
 func (a *App) AddFolder(ctx context.Context, workspace, path string) error {
-	abs, err := filepath.Abs(path)
+	abs, err := absFolders([]string{path})
 	if err != nil {
 		return err
 	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return fmt.Errorf("folder %s: %w", path, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a folder", path)
-	}
-	ws, err := a.workspace(ctx, workspace)
+	ws, err := a.ensure(ctx, workspace)
 	if err != nil {
 		return err
 	}
-	if _, err := a.db.AddFolder(ctx, ws.ID, abs); err != nil {
+	if _, err := a.db.AddFolder(ctx, ws.ID, abs[0]); err != nil {
 		return err
 	}
-	a.idx.watch(ws.ID)
-	return a.StartIndex(ws.Name, nil)
+	x := a.jobs.get(ws)
+	if a.cfg.Watch {
+		x.watch() // it also asks for a run
+	} else {
+		x.request()
+	}
+	return nil
 }
 
 // RemoveFolder forgets a folder and its documents.
 func (a *App) RemoveFolder(ctx context.Context, workspace, path string) error {
-	ws, err := a.workspace(ctx, workspace)
+	ws, err := a.lookup(ctx, workspace)
 	if err != nil {
 		return err
 	}
 	if err := a.db.RemoveFolder(ctx, ws.ID, path); err != nil {
-		return err
+		return translate(err, "folder %q of workspace %q", path, ws.Name)
 	}
-	a.idx.watch(ws.ID)
-	return a.retrieverNow().Refresh(ctx, ws.ID)
+	if a.cfg.Watch {
+		a.jobs.get(ws).watch()
+	}
+	return a.current().retriever.Refresh(ctx, ws.ID)
 }
 
 // ErrOutsideLibrary refuses access to files outside a workspace's folders.
@@ -297,26 +140,25 @@ var ErrOutsideLibrary = errors.New("file is outside the workspace's folders")
 // SourcePath returns the file behind a chunk, after checking that it lies
 // inside one of its workspace's folders (symlinks resolved), so no caller
 // can use it to reach an arbitrary path.
-func (a *App) SourcePath(ctx context.Context, chunkID int64) (string, store.Hit, error) {
+func (a *App) SourcePath(ctx context.Context, chunkID int64) (string, error) {
 	hits, err := a.db.ChunkTexts(ctx, []int64{chunkID})
 	if err != nil {
-		return "", store.Hit{}, err
+		return "", err
 	}
 	if len(hits) == 0 {
-		return "", store.Hit{}, fmt.Errorf("chunk %d not found", chunkID)
+		return "", fmt.Errorf("chunk %d: %w", chunkID, ErrNotFound)
 	}
-	h := hits[0]
-	doc, err := a.db.Document(ctx, h.DocumentID)
+	doc, err := a.db.Document(ctx, hits[0].DocumentID)
 	if err != nil {
-		return "", h, err
+		return "", translate(err, "document of chunk %d", chunkID)
 	}
 	folders, err := a.db.Folders(ctx, doc.WorkspaceID)
 	if err != nil {
-		return "", h, err
+		return "", err
 	}
 	real, err := filepath.EvalSymlinks(doc.Path)
 	if err != nil {
-		return "", h, fmt.Errorf("source %s: %w", doc.Path, err)
+		return "", fmt.Errorf("source %s: %w", doc.Path, err)
 	}
 	for _, f := range folders {
 		root, err := filepath.EvalSymlinks(f.Path)
@@ -324,36 +166,112 @@ func (a *App) SourcePath(ctx context.Context, chunkID int64) (string, store.Hit,
 			continue
 		}
 		if rel, err := filepath.Rel(root, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return real, h, nil
+			return real, nil
 		}
 	}
-	return "", h, ErrOutsideLibrary
+	return "", ErrOutsideLibrary
 }
+
+// Phases of an indexing run, in order.
+const (
+	PhaseScan  = ingest.PhaseScan
+	PhaseParse = ingest.PhaseParse
+	PhaseEmbed = ingest.PhaseEmbed
+	PhaseDone  = ingest.PhaseDone
+)
 
 // Progress is indexing progress as the API and UI show it.
 type Progress struct {
-	Phase       string           `json:"phase"`
-	FilesDone   int              `json:"files_done"`
-	FilesTotal  int              `json:"files_total"`
-	Chunks      int              `json:"chunks"`
-	ChunksTotal int              `json:"chunks_total,omitempty"`
-	FilesPerS   float64          `json:"files_per_s"`
-	ETAs        float64          `json:"eta_s"`
-	Current     string           `json:"current,omitempty"`
-	Error       *ingest.DocError `json:"error,omitempty"`
+	Phase       string    `json:"phase"`
+	FilesDone   int       `json:"files_done"`
+	FilesTotal  int       `json:"files_total"`
+	Chunks      int       `json:"chunks"`
+	ChunksTotal int       `json:"chunks_total,omitempty"`
+	FilesPerS   float64   `json:"files_per_s"`
+	ETAs        float64   `json:"eta_s"`
+	Current     string    `json:"current,omitempty"`
+	Error       *DocError `json:"error,omitempty"`
 }
 
-// ProgressView converts an indexing progress event for the front doors.
-func ProgressView(p ingest.Progress) Progress {
-	return Progress{Phase: p.Phase, FilesDone: p.FilesDone, FilesTotal: p.FilesTotal, Chunks: p.Chunks,
-		ChunksTotal: p.ChunksTotal, FilesPerS: p.FilesPerSec, ETAs: p.ETA.Seconds(), Current: p.Current, Error: p.Err}
+// DocError is a file that could not be indexed and why.
+type DocError struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Summary is the outcome of an indexing run.
+type Summary struct {
+	Files     int        `json:"files"`     // candidate files found
+	Indexed   int        `json:"indexed"`   // parsed and stored
+	Unchanged int        `json:"unchanged"` // same size and mtime, or same content
+	Skipped   int        `json:"skipped"`   // binary, too large, unsupported or empty
+	Deleted   int        `json:"deleted"`
+	Renamed   int        `json:"renamed"`
+	Chunks    int        `json:"chunks"`   // chunks written
+	Embedded  int        `json:"embedded"` // chunks embedded
+	Errors    []DocError `json:"errors"`
+	Seconds   float64    `json:"seconds"`
+}
+
+func progressOf(p ingest.Progress) Progress {
+	v := Progress{Phase: p.Phase, FilesDone: p.FilesDone, FilesTotal: p.FilesTotal, Chunks: p.Chunks,
+		ChunksTotal: p.ChunksTotal, FilesPerS: p.FilesPerSec, ETAs: p.ETA.Seconds(), Current: p.Current}
+	if p.Err != nil {
+		v.Error = &DocError{Path: p.Err.Path, Reason: p.Err.Reason}
+	}
+	return v
+}
+
+func summaryOf(s ingest.Summary) Summary {
+	out := Summary{Files: s.Files, Indexed: s.Indexed, Unchanged: s.Unchanged, Skipped: s.Skipped, Deleted: s.Deleted,
+		Renamed: s.Renamed, Chunks: s.Chunks, Embedded: s.Embedded, Seconds: s.Seconds, Errors: []DocError{}}
+	for _, e := range s.Errors {
+		out.Errors = append(out.Errors, DocError{Path: e.Path, Reason: e.Reason})
+	}
+	return out
+}
+
+// SearchOptions tune a search without generation.
+type SearchOptions struct {
+	TopK     int  // passages returned (default 8)
+	EfSearch int  // HNSW beam (0: the index's default)
+	NoCache  bool // neither read nor fill the result cache
+}
+
+// SearchResult is what a search found and what it cost.
+type SearchResult struct {
+	Passages      []Source `json:"passages"`
+	Mode          string   `json:"mode"`               // hybrid, bm25 or vector
+	Degraded      string   `json:"degraded,omitempty"` // why not hybrid
+	CacheHit      bool     `json:"cache_hit"`
+	EmbedCacheHit bool     `json:"embed_cache_hit"`
+	// Stage times in milliseconds: embed_ms, vector_ms, bm25_ms, fuse_ms.
+	Stages map[string]float64 `json:"stages"`
 }
 
 // Search retrieves passages for a query without generating (lore search).
-func (a *App) Search(ctx context.Context, workspace, query string, opt retrieve.Options) (retrieve.Result, error) {
-	ws, err := a.workspace(ctx, workspace)
+func (a *App) Search(ctx context.Context, workspace, query string, opt SearchOptions) (SearchResult, error) {
+	ws, err := a.lookup(ctx, workspace)
 	if err != nil {
-		return retrieve.Result{}, err
+		return SearchResult{}, err
 	}
-	return a.retrieverNow().Search(ctx, ws.ID, query, opt)
+	m, let := a.hold()
+	defer let()
+	res, err := m.retriever.Search(ctx, ws.ID, query, retrieve.Options{TopK: opt.TopK, EfSearch: opt.EfSearch, NoCache: opt.NoCache})
+	if err != nil {
+		return SearchResult{}, err
+	}
+	out := SearchResult{Passages: toSources(res.Passages), Mode: res.Mode, Degraded: res.Degraded, CacheHit: res.CacheHit,
+		EmbedCacheHit: res.EmbedCacheHit, Stages: map[string]float64{StageEmbed: round(res.Timing.Embed.Ms),
+			StageVector: round(res.Timing.Vector.Ms), StageBM25: round(res.Timing.BM25.Ms),
+			"fuse_ms": round(res.Timing.Fuse.Ms), StageTotal: round(res.Timing.Total.Ms)}}
+	return out, nil
+}
+
+// translate turns a store error into the app's classification.
+func translate(err error, format string, args ...any) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrNotFound)
+	}
+	return err
 }

@@ -158,9 +158,15 @@ func availableRAM() uint64 {
 // runner builds, and for each loaded model the build it runs on and where
 // llama.cpp put its weights.
 type System struct {
-	CPU    cpu.Status    `json:"cpu"`
+	CPU    CPUStatus     `json:"cpu"`
 	Loaded []LoadedModel `json:"loaded"`
 }
+
+// CPUStatus is the CPU's features, the runner builds and the one models use.
+type CPUStatus = cpu.Status
+
+// DescribeCPU reports the CPU and the runner builds, without opening an App.
+func DescribeCPU() CPUStatus { return cpu.Describe() }
 
 // LoadedModel is a model whose runner is configured (it may not have started
 // yet: Runner is then empty).
@@ -174,12 +180,11 @@ type LoadedModel struct {
 // System reports the CPU, the runner builds and the models in use.
 func (a *App) System() System {
 	s := System{CPU: cpu.Describe(), Loaded: []LoadedModel{}}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	m := a.current()
 	for _, r := range []struct {
 		role string
 		m    any
-	}{{"chat", a.chat}, {"embedding", a.embed}, {"rerank", a.rerank}} {
+	}{{"chat", m.chat}, {"embedding", m.embed}, {"rerank", m.rerank}} {
 		if m, ok := r.m.(*engine.Model); ok && m != nil {
 			ri := m.Runner()
 			if ri.Buffers == nil {

@@ -26,30 +26,63 @@ If the sources do not contain the answer, say that you could not find it in the 
 type prompt struct {
 	text     string
 	passages []retrieve.Passage // those that fit, in prompt order
-	tokens   int                // estimated prompt tokens
 }
 
-// tokenCounter counts tokens with the chat model's tokenizer.
-type tokenCounter interface {
+// tokenizer is the part of a chat model that assembly needs.
+type tokenizer interface {
 	Tokenize(ctx context.Context, text string, special bool) ([]int, error)
+	Template() *engine.Template
+	ID() string
 }
+
+// assemble builds the prompt for m, counting each passage's tokens with
+// its tokenizer (counts are remembered per model and text, so a passage
+// costs a runner round trip only the first time it is retrieved).
+func (a *App) assemble(ctx context.Context, m tokenizer, history []engine.Message, question string,
+	passages []retrieve.Passage, budget int) (prompt, error) {
+	count := func(p retrieve.Passage) (int, error) {
+		block := sourceBlock(0, p)
+		key := m.ID() + "\x00" + block
+		a.mu.Lock()
+		n, ok := a.tokenCounts[key]
+		a.mu.Unlock()
+		if ok {
+			return n, nil
+		}
+		toks, err := m.Tokenize(ctx, block, false)
+		if err != nil {
+			return 0, fmt.Errorf("count passage tokens: %w", err)
+		}
+		a.mu.Lock()
+		if len(a.tokenCounts) >= maxTokenCounts {
+			clear(a.tokenCounts)
+		}
+		a.tokenCounts[key] = len(toks)
+		a.mu.Unlock()
+		return len(toks), nil
+	}
+	return assemble(m.Template(), count, history, question, passages, budget)
+}
+
+// maxTokenCounts bounds the remembered passage token counts.
+const maxTokenCounts = 4096
 
 // assemble lays the prompt out for prefix caching: the stable system prompt,
 // then the passages (in a stable order, so a follow-up that retrieves the same
 // passages reuses their KV), then the conversation so far, the question last.
 // Passages are added best first until the token budget is spent.
-func assemble(ctx context.Context, tmpl *engine.Template, tc tokenCounter, history []engine.Message,
+// count gives a passage's tokens (nil: the chunk's estimate).
+func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), history []engine.Message,
 	question string, passages []retrieve.Passage, budget int) (prompt, error) {
 	var fit []retrieve.Passage
 	used := 0
 	for _, p := range passages {
 		n := p.Tokens
-		if tc != nil {
-			toks, err := tc.Tokenize(ctx, sourceBlock(0, p), false)
-			if err != nil {
-				return prompt{}, fmt.Errorf("count passage tokens: %w", err)
+		if count != nil {
+			var err error
+			if n, err = count(p); err != nil {
+				return prompt{}, err
 			}
-			n = len(toks)
 		}
 		if used+n > budget && len(fit) > 0 {
 			continue // a shorter passage further down may still fit
@@ -91,7 +124,7 @@ func assemble(ctx context.Context, tmpl *engine.Template, tc tokenCounter, histo
 	if err != nil {
 		return prompt{}, err
 	}
-	return prompt{text: text, passages: ordered, tokens: used}, nil
+	return prompt{text: text, passages: ordered}, nil
 }
 
 // sourceBlock is one passage as the model sees it.

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -29,7 +28,7 @@ func TestAssemble(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := assemble(context.Background(), tmpl, nil, tt.history, "the question", ps, tt.budget)
+			p, err := assemble(tmpl, nil, tt.history, "the question", ps, tt.budget)
 			if err != nil {
 				t.Fatal(err)
 			}

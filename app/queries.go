@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -28,18 +27,11 @@ type WorkspaceInfo struct {
 	Indexing  bool     `json:"indexing"`
 }
 
-// Workspaces lists workspaces, creating "default" if there are none.
+// Workspaces lists workspaces.
 func (a *App) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 	wss, err := a.db.Workspaces(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if len(wss) == 0 {
-		w, err := a.workspace(ctx, "")
-		if err != nil {
-			return nil, err
-		}
-		wss = []store.Workspace{w}
 	}
 	out := make([]WorkspaceInfo, 0, len(wss))
 	for _, w := range wss {
@@ -57,7 +49,7 @@ func (a *App) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 		}
 		info.Documents = c.Documents[store.StatusIndexed]
 		info.Chunks = c.Chunks
-		info.Indexing, _ = a.IndexStatus(w.Name)
+		info.Indexing = a.jobs.state(w.ID).Running
 		out = append(out, info)
 	}
 	return out, nil
@@ -65,11 +57,7 @@ func (a *App) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 
 // CreateWorkspace creates a named workspace.
 func (a *App) CreateWorkspace(ctx context.Context, name string) (WorkspaceInfo, error) {
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 64 || strings.ContainsAny(name, "/\\\x00") {
-		return WorkspaceInfo{}, fmt.Errorf("%w: workspace names are 1–64 characters without slashes", ErrInvalid)
-	}
-	w, err := a.db.EnsureWorkspace(ctx, name)
+	w, err := a.ensure(ctx, strings.TrimSpace(name))
 	if err != nil {
 		return WorkspaceInfo{}, err
 	}
@@ -88,7 +76,7 @@ type DocumentInfo struct {
 
 // Documents lists a workspace's documents with their status and errors.
 func (a *App) Documents(ctx context.Context, workspace string) ([]DocumentInfo, error) {
-	ws, err := a.workspace(ctx, workspace)
+	ws, err := a.lookup(ctx, workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -113,35 +101,59 @@ func (a *App) Documents(ctx context.Context, workspace string) ([]DocumentInfo, 
 	return out, nil
 }
 
+// Chat is a conversation in a workspace.
+type Chat struct {
+	ID      int64     `json:"id"`
+	Title   string    `json:"title"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// Message is one turn of a chat.
+type Message struct {
+	Role      string    `json:"role"` // user or assistant
+	Content   string    `json:"content"`
+	Created   time.Time `json:"created"`
+	RequestID string    `json:"request_id,omitempty"` // the trace of an answer
+}
+
 // Chats lists a workspace's chats, newest first.
-func (a *App) Chats(ctx context.Context, workspace string) ([]store.Chat, error) {
-	ws, err := a.workspace(ctx, workspace)
+func (a *App) Chats(ctx context.Context, workspace string) ([]Chat, error) {
+	ws, err := a.lookup(ctx, workspace)
 	if err != nil {
 		return nil, err
 	}
 	cs, err := a.db.Chats(ctx, ws.ID)
-	if cs == nil {
-		cs = []store.Chat{}
+	if err != nil {
+		return nil, err
 	}
-	return cs, err
+	out := make([]Chat, len(cs))
+	for i, c := range cs {
+		out[i] = Chat{ID: c.ID, Title: c.Title, Created: c.Created, Updated: c.Updated}
+	}
+	return out, nil
 }
 
 // ChatWithMessages is a chat and its turns.
 type ChatWithMessages struct {
-	ID       int64           `json:"id"`
-	Messages []store.Message `json:"messages"`
+	ID       int64     `json:"id"`
+	Messages []Message `json:"messages"`
 }
 
 // Chat returns a chat's turns.
 func (a *App) Chat(ctx context.Context, id int64) (ChatWithMessages, error) {
 	msgs, err := a.db.Messages(ctx, id)
 	if err != nil {
-		return ChatWithMessages{}, err
+		return ChatWithMessages{}, translate(err, "chat %d", id)
 	}
-	if msgs == nil {
-		msgs = []store.Message{}
+	if len(msgs) == 0 {
+		return ChatWithMessages{}, fmt.Errorf("chat %d: %w", id, ErrNotFound)
 	}
-	return ChatWithMessages{ID: id, Messages: msgs}, nil
+	out := ChatWithMessages{ID: id, Messages: make([]Message, len(msgs))}
+	for i, m := range msgs {
+		out.Messages[i] = Message{Role: m.Role, Content: m.Content, Created: m.Created, RequestID: m.RequestID}
+	}
+	return out, nil
 }
 
 // Chunk returns one passage with its location.
@@ -160,7 +172,10 @@ func (a *App) Chunk(ctx context.Context, id int64) (Source, error) {
 
 // Traces returns recent traces, newest first.
 func (a *App) Traces(ctx context.Context, limit int) ([]json.RawMessage, error) {
-	recs, err := a.db.Traces(ctx, store.TraceFilter{Limit: min(max(limit, 1), 1000)})
+	if limit < 1 || limit > 1000 {
+		return nil, fmt.Errorf("%w: limit must be 1–1000", ErrInvalid)
+	}
+	recs, err := a.db.Traces(ctx, store.TraceFilter{Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -187,48 +202,21 @@ func (a *App) Trace(ctx context.Context, id string) (*Trace, error) {
 	return &t, nil
 }
 
-// ReportUI adds the UI's own measurements to a trace: the user-visible TTFT
-// and the paint time. The gap to ttft_ms is transport and rendering.
-func (a *App) ReportUI(ctx context.Context, id string, uiTTFT, paint float64) error {
-	if uiTTFT <= 0 || uiTTFT > 3.6e6 || paint < 0 || paint > uiTTFT || math.IsNaN(uiTTFT+paint) {
-		return fmt.Errorf("%w: ui_ttft_ms must be in (0, 1h] and paint_ms in [0, ui_ttft_ms]", ErrInvalid)
-	}
-	// The UI reports as soon as it paints the first token, usually before
-	// the answer (and so its trace) is finished: keep it until then.
-	a.mu.Lock()
-	if a.inflight[id] {
-		a.pendingUI[id] = [2]float64{uiTTFT, paint}
-		a.mu.Unlock()
-		return nil
-	}
-	a.mu.Unlock()
-	t, err := a.Trace(ctx, id)
-	if err != nil {
-		return err
-	}
-	setUI(t, uiTTFT, paint)
-	return a.saveTrace(ctx, t)
-}
-
-func setUI(t *Trace, uiTTFT, paint float64) {
-	t.Stages[StageUITTFT] = round(uiTTFT)
-	t.Stages[StagePaint] = round(paint)
-	t.StageStarts[StageUITTFT] = 0
-	t.StageStarts[StagePaint] = round(uiTTFT - paint)
-}
-
 // TraceStats is the percentile view the latency panel shows.
 type TraceStats struct {
 	Window        string                 `json:"window"`
 	N             int                    `json:"n"`
 	Stages        map[string]Percentiles `json:"stages"`
-	ByBucket      map[string]store.Stats `json:"by_bucket"`
-	ByFallback    map[string]store.Stats `json:"by_fallback"`
+	ByBucket      map[string]GroupStats  `json:"by_bucket"`
+	ByFallback    map[string]GroupStats  `json:"by_fallback"`
 	TTFTHistogram []HistogramBin         `json:"ttft_histogram"`
 }
 
 // Percentiles of one stage.
 type Percentiles = store.Percentiles
+
+// GroupStats are the percentiles of one group of traces.
+type GroupStats = store.Stats
 
 // HistogramBin counts traces with TTFT in (previous le, le]; the last has
 // le null (no upper bound).
@@ -251,7 +239,7 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 		return TraceStats{}, err
 	}
 	out := TraceStats{Window: window, N: ss.All.N, Stages: map[string]Percentiles{},
-		ByBucket: ss.ByPromptBucket, ByFallback: map[string]store.Stats{}}
+		ByBucket: ss.ByPromptBucket, ByFallback: map[string]GroupStats{}}
 	for k, v := range ss.All.Stages {
 		out.Stages[k] = v
 	}

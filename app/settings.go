@@ -52,24 +52,15 @@ func (a *App) Settings() Settings {
 // SaveSettings validates and stores s. Changed models are switched at once,
 // between two questions.
 func (a *App) SaveSettings(ctx context.Context, s Settings) error {
-	if s.TopK < 1 || s.TopK > 50 {
-		return fmt.Errorf("top_k must be 1–50, got %d", s.TopK)
-	}
-	if s.RerankK < 0 || s.RerankK > 100 {
-		return fmt.Errorf("rerank_k must be 0–100, got %d", s.RerankK)
-	}
-	if s.ContextTokens < 0 || s.ContextTokens > 32768 {
-		return fmt.Errorf("context_tokens must be 0 (auto) to 32768, got %d", s.ContextTokens)
-	}
-	if s.EfSearch < 0 || s.EfSearch > 4096 || s.Threads < 0 || s.Threads > 256 || s.GPULayers < 0 || s.MaxTokens < 0 {
-		return fmt.Errorf("ef_search, threads, gpu_layers and max_tokens must be non-negative and sane")
+	if err := s.validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if cur := a.Settings(); cur.ChatModel != s.ChatModel || cur.EmbedModel != s.EmbedModel || cur.RerankModel != s.RerankModel {
 		// Discovering models reads every GGUF header found: only when they change.
 		if err := a.checkModels(ctx, s); err != nil {
 			return err
 		}
-		if err := a.switchModels(ctx, s); err != nil {
+		if err := a.switchModels(s); err != nil {
 			return err
 		}
 	}
@@ -112,6 +103,29 @@ func (a *App) checkModels(ctx context.Context, s Settings) error {
 	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel} {
 		if !known[p] {
 			return fmt.Errorf("%w: %s is not among the models found on this machine (see the Models view)", ErrInvalid, p)
+		}
+	}
+	return nil
+}
+
+// validate checks every field against its range (0 means "auto" where the
+// field says so).
+func (s Settings) validate() error {
+	for _, f := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"top_k", s.TopK, 1, 50},
+		{"rerank_k", s.RerankK, 0, 100},
+		{"rerank_budget_ms", s.RerankBudgetMs, 0, 60_000},
+		{"ef_search", s.EfSearch, 0, 4096},
+		{"context_tokens", s.ContextTokens, 0, 32768},
+		{"max_tokens", s.MaxTokens, 0, 32768},
+		{"threads", s.Threads, 0, 256},
+		{"gpu_layers", s.GPULayers, 0, 1024},
+	} {
+		if f.v < f.lo || f.v > f.hi {
+			return fmt.Errorf("%s must be %d–%d, got %d", f.name, f.lo, f.hi, f.v)
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"lore/index/retrieve"
+	"lore/bench"
 	"lore/store"
 )
 
@@ -41,7 +41,7 @@ func benchDB(t testing.TB, n int) (*store.DB, int64) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if _, err := retrieve.BenchCorpus(ctx, db, retrieve.CorpusConfig{Chunks: n, Seed: 1}); err != nil {
+		if _, err := bench.Corpus(ctx, db, bench.CorpusConfig{Chunks: n, Seed: 1}); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
@@ -72,15 +72,15 @@ func TestSearchBM25MatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ws, err := retrieve.BenchCorpus(ctx, db, retrieve.CorpusConfig{Chunks: 3000, Seed: 3})
+	ws, err := bench.Corpus(ctx, db, bench.CorpusConfig{Chunks: 3000, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Another workspace shares the FTS index (and its statistics).
-	if _, err := retrieve.BenchCorpus(ctx, db, retrieve.CorpusConfig{Workspace: "other", Chunks: 1000, Seed: 4}); err != nil {
+	if _, err := bench.Corpus(ctx, db, bench.CorpusConfig{Workspace: "other", Chunks: 1000, Seed: 4}); err != nil {
 		t.Fatal(err)
 	}
-	queries := append(retrieve.BenchQueries(60, 5),
+	queries := append(bench.Queries(60, 5),
 		"kalo",                 // in every chunk, alone
 		"kalo lolo milo",       // only common words
 		"kalo zzzunknownword",  // a common word and one found nowhere
@@ -146,7 +146,7 @@ func TestBM25Latency(t *testing.T) {
 			t.Fatal(err)
 		}
 		db, ws := benchDB(t, n)
-		queries := retrieve.BenchQueries(nq, 2)
+		queries := bench.Queries(nq, 2)
 		type variant struct {
 			name string
 			fn   func(context.Context, int64, string, int) ([]store.Hit, error)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -151,7 +152,7 @@ func (db *DB) plan(ctx context.Context, words []string, limit int) searchPlan {
 	if len(words) < 2 {
 		return p
 	}
-	toks, err := indexTokens.tokens(ctx, words)
+	toks, err := db.terms.tokens(ctx, words)
 	if err != nil {
 		return p
 	}
@@ -380,7 +381,7 @@ func (db *DB) termStats(ctx context.Context, terms []string) (int64, map[string]
 		return 0, nil, err
 	}
 	version := string(avg) + "\x00" + string(structure)
-	c := statsFor(db.path)
+	c := &db.stats
 
 	c.mu.Lock()
 	if c.version != version {
@@ -450,27 +451,6 @@ type termStatsCache struct {
 	df      map[string]int64
 }
 
-// termStatsCaches are kept by database path (DB belongs to store.go, and one file's
-// statistics serve every DB opened on it).
-var termStatsCaches struct {
-	sync.Mutex
-	m map[string]*termStatsCache
-}
-
-func statsFor(path string) *termStatsCache {
-	termStatsCaches.Lock()
-	defer termStatsCaches.Unlock()
-	c := termStatsCaches.m[path]
-	if c == nil {
-		if termStatsCaches.m == nil || len(termStatsCaches.m) >= 64 {
-			termStatsCaches.m = map[string]*termStatsCache{}
-		}
-		c = &termStatsCache{n: -1}
-		termStatsCaches.m[path] = c
-	}
-	return c
-}
-
 // ftsTokenize is the tokenizer chunks_fts was created with (schemaV1); the search's
 // word lookups must split and stem words exactly as the index did.
 const ftsTokenize = `porter unicode61 remove_diacritics 2`
@@ -486,10 +466,19 @@ type tokenizer struct {
 	cache map[string][]string
 }
 
-var indexTokens tokenizer
-
 // tokens returns each word's index terms, in order: usually one, none for a word the
 // tokenizer drops, several for one it splits.
+func (t *tokenizer) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var err error
+	if t.conn != nil {
+		err = errors.Join(t.conn.Close(), t.db.Close())
+	}
+	t.db, t.conn = nil, nil
+	return err
+}
+
 func (t *tokenizer) tokens(ctx context.Context, words []string) ([][]string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

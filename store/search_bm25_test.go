@@ -23,7 +23,7 @@ func TestIndexTokensMatchIndex(t *testing.T) {
 	text := "Running caresses ponies relational generalizations café NAÏVE Straße 日本語 x²y HTTPServer o'clock v1.2.3 ǅemal"
 	fx.put(t, "t.txt", text)
 	words := queryWords(text)
-	toks, err := indexTokens.tokens(ctx, words)
+	toks, err := fx.db.terms.tokens(ctx, words)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestIndexTokensMatchIndex(t *testing.T) {
 		t.Errorf("query words tokenized to %q\nindex holds %q", got, want)
 	}
 	// Cached answers are the same.
-	again, err := indexTokens.tokens(ctx, words)
+	again, err := fx.db.terms.tokens(ctx, words)
 	if err != nil || fmt.Sprint(again) != fmt.Sprint(toks) {
 		t.Errorf("cached tokens %q, %v; first %q", again, err, toks)
 	}
@@ -63,7 +63,7 @@ func TestTermStatsFollowIndex(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
 	words := []string{"apples", "pears", "kiwis"}
-	toks, err := indexTokens.tokens(ctx, words)
+	toks, err := fx.db.terms.tokens(ctx, words)
 	if err != nil {
 		t.Fatal(err)
 	}

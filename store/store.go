@@ -27,6 +27,9 @@ type DB struct {
 	w    *sql.DB
 	r    *sql.DB
 	path string
+
+	stats termStatsCache // FTS statistics for BM25 (search.go)
+	terms tokenizer      // query words to index terms (search.go)
 }
 
 // Open opens or creates the database at path and upgrades its schema to the current version.
@@ -65,7 +68,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", abs, err)
 	}
 	r.SetMaxOpenConns(max(4, runtime.NumCPU()))
-	return &DB{w: w, r: r, path: abs}, nil
+	return &DB{w: w, r: r, path: abs, stats: termStatsCache{n: -1}}, nil
 }
 
 // dsn builds a SQLite URI. Pragmas go in the DSN so that every pooled connection gets them.
@@ -109,7 +112,7 @@ func (db *DB) Path() string { return db.path }
 
 // Close closes both connection pools.
 func (db *DB) Close() error {
-	return errors.Join(db.r.Close(), db.w.Close())
+	return errors.Join(db.r.Close(), db.w.Close(), db.terms.close())
 }
 
 // tx runs fn in one write transaction, committed only if fn returns nil.

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"lore/app"
@@ -68,118 +66,23 @@ func (s *Server) ask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The request's context ends when the client disconnects, which
-	// cancels the generation.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	s.mu.Lock()
-	s.inflight[req.RequestID] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.inflight, req.RequestID)
-		s.mu.Unlock()
-	}()
-	held := &admission{stream: stream}
-	_, err = s.app.Ask(ctx, req, held.send)
-	held.close()
+	// cancels the generation. The app refuses (a full queue, bad input)
+	// before its first event, so a refusal is still a plain status.
+	_, err = s.app.Ask(r.Context(), req, func(ev app.Event) error { return stream.send(ev.Kind(), ev) })
 	if err != nil && !stream.started {
-		fail(w, err) // refused before streaming began: a plain status (429, 400…)
+		fail(w, err)
 		return
 	}
-	if err != nil && ctx.Err() == nil {
+	if err != nil && r.Context().Err() == nil {
 		stream.send("error", errorBody{err.Error()})
 	}
 }
 
-// admissionHold bounds how long the first events wait for admission.
-const admissionHold = 250 * time.Millisecond
-
-// admission holds an answer's first events (the trace and the queue's
-// start) back until the queue admits the request. The app emits them before
-// asking the queue, and a full queue refuses at once: held back, that
-// refusal can still be a plain 429 with Retry-After instead of an error
-// inside a 200 stream. A request that waits in the queue gets its held
-// events after admissionHold, so the UI can show it queued.
-type admission struct {
-	mu      sync.Mutex
-	stream  *sse
-	held    []heldEvent
-	timer   *time.Timer
-	flushed bool // the held events went out; everything streams now
-	closed  bool // the handler is done with the stream
-}
-
-type heldEvent struct {
-	event string
-	data  any
-}
-
-var errStreamClosed = errors.New("stream closed")
-
-func (h *admission) send(event string, data any) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return errStreamClosed
-	}
-	if !h.flushed {
-		if st, ok := data.(app.StageEvent); event == "trace" || ok && st.Name == "queue" && st.State == "start" {
-			h.held = append(h.held, heldEvent{event, data})
-			if h.timer == nil {
-				h.timer = time.AfterFunc(admissionHold, h.release)
-			}
-			return nil
-		}
-		if err := h.flushLocked(); err != nil {
-			return err
-		}
-	}
-	return h.stream.send(event, data)
-}
-
-// release sends the held events of a request still waiting in the queue.
-func (h *admission) release() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.closed && !h.flushed {
-		h.flushLocked()
-	}
-}
-
-func (h *admission) flushLocked() error {
-	h.flushed = true
-	if h.timer != nil {
-		h.timer.Stop()
-	}
-	for _, ev := range h.held {
-		if err := h.stream.send(ev.event, ev.data); err != nil {
-			return err
-		}
-	}
-	h.held = nil
-	return nil
-}
-
-// close ends the hold: nothing is written after it, so the handler may use
-// the ResponseWriter again (for an error status when nothing was sent).
-func (h *admission) close() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.closed = true
-	if h.timer != nil {
-		h.timer.Stop()
-	}
-}
-
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	cancel, ok := s.inflight[r.PathValue("id")]
-	s.mu.Unlock()
-	if !ok {
-		writeError(w, http.StatusNotFound, "no such request in flight")
+	if err := s.app.Cancel(r.PathValue("id")); err != nil {
+		fail(w, err)
 		return
 	}
-	cancel()
 	writeJSON(w, http.StatusOK, map[string]bool{"cancelled": true})
 }
 
@@ -207,7 +110,7 @@ func (s *Server) addFolder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.app.AddFolder(r.Context(), r.PathValue("ws"), body.Path); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		fail(w, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"path": body.Path})
@@ -222,7 +125,7 @@ func (s *Server) removeFolder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reindex(w http.ResponseWriter, r *http.Request) {
-	if err := s.app.StartIndex(r.PathValue("ws"), nil); err != nil {
+	if err := s.app.StartIndex(r.Context(), r.PathValue("ws")); err != nil {
 		fail(w, err)
 		return
 	}
@@ -231,8 +134,7 @@ func (s *Server) reindex(w http.ResponseWriter, r *http.Request) {
 
 // progress streams indexing progress until the run ends or the client goes.
 func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
-	ws := r.PathValue("ws")
-	ch, stop, err := s.app.Subscribe(ws)
+	events, now, stop, err := s.app.Subscribe(r.Context(), r.PathValue("ws"))
 	if err != nil {
 		fail(w, err)
 		return
@@ -243,30 +145,15 @@ func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	running, last := s.app.IndexStatus(ws)
-	if !running {
-		stream.send("done", last)
+	if !now.Running {
+		stream.send("done", now.Last)
 		return
 	}
-	stream.send("progress", map[string]any{"phase": "scan"})
-	tick := time.NewTicker(15 * time.Second)
-	defer tick.Stop()
+	stream.send("progress", app.Progress{Phase: "scan"})
 	for {
 		select {
-		case p := <-ch:
-			if p.Phase == "done" {
-				// The summary is stored when the run returns, just after this.
-				time.Sleep(50 * time.Millisecond)
-				_, last := s.app.IndexStatus(ws)
-				stream.send("done", last)
-				return
-			}
-			if err := stream.send("progress", app.ProgressView(p)); err != nil {
-				return
-			}
-		case <-tick.C:
-			if running, last := s.app.IndexStatus(ws); !running {
-				stream.send("done", last)
+		case ev := <-events:
+			if err := stream.send(ev.Kind(), ev.Payload()); err != nil || ev.Done != nil {
 				return
 			}
 		case <-r.Context().Done():
@@ -356,7 +243,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.app.SaveSettings(r.Context(), set); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		fail(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, set)

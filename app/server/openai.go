@@ -57,13 +57,13 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 
 	if !req.Stream {
 		var b strings.Builder
-		_, err := s.app.Ask(r.Context(), ask, func(event string, data any) error {
-			if event == "token" {
-				b.WriteString(data.(map[string]string)["text"])
+		_, err := s.app.Ask(r.Context(), ask, func(ev app.Event) error {
+			if tok, ok := ev.(app.Token); ok {
+				b.WriteString(tok.Text)
 			}
 			return nil
 		})
-		if err != nil && b.Len() == 0 {
+		if err != nil { // a partial answer is not an answer
 			fail(w, err)
 			return
 		}
@@ -84,18 +84,24 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			"model": model(req.Model), "choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}})
 		return stream.raw("data: " + string(b) + "\n\n")
 	}
-	_, err = s.app.Ask(r.Context(), ask, func(event string, data any) error {
-		if event == "token" {
-			return chunk(map[string]string{"content": data.(map[string]string)["text"]}, nil)
+	_, err = s.app.Ask(r.Context(), ask, func(ev app.Event) error {
+		if tok, ok := ev.(app.Token); ok {
+			return chunk(map[string]string{"content": tok.Text}, nil)
 		}
 		return nil
 	})
-	if err != nil && !stream.started {
+	switch {
+	case err != nil && !stream.started:
 		fail(w, err)
-		return
+	case err != nil:
+		// OpenAI clients read a failed stream's reason from an error
+		// object, and no finish_reason "stop" or [DONE] after it.
+		b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": err.Error(), "type": "server_error"}})
+		stream.raw("data: " + string(b) + "\n\n")
+	default:
+		chunk(map[string]string{}, "stop")
+		stream.raw("data: [DONE]\n\n")
 	}
-	chunk(map[string]string{}, "stop")
-	stream.raw("data: [DONE]\n\n")
 }
 
 func model(m string) string {

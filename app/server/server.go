@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"lore/app"
@@ -36,9 +35,6 @@ type Server struct {
 	hosts   map[string]bool
 	origins map[string]bool
 	metrics http.Handler
-
-	mu       sync.Mutex
-	inflight map[string]context.CancelFunc
 }
 
 // Options configures a Server.
@@ -95,7 +91,7 @@ func Listen(addr string) (net.Listener, error) {
 func New(a *app.App, token string, ln net.Listener, opt Options) *Server {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	s := &Server{app: a, token: token, ui: opt.UI, metrics: opt.Metrics,
-		hosts: map[string]bool{}, origins: map[string]bool{}, inflight: map[string]context.CancelFunc{}}
+		hosts: map[string]bool{}, origins: map[string]bool{}}
 	for _, h := range []string{"127.0.0.1", "localhost", "[::1]"} {
 		s.hosts[h+":"+port] = true
 		s.origins["http://"+h+":"+port] = true

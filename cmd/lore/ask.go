@@ -15,7 +15,7 @@ import (
 
 func askCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
-	var f appFlags
+	f := appFlags{warm: true}
 	f.register(fs)
 	chat := fs.Int64("chat", 0, "continue chat `id`")
 	pos, err := parseArgs(fs, args)
@@ -58,12 +58,12 @@ func askCmd(ctx context.Context, args []string) error {
 // and returns the trace and the sources.
 func streamAnswer(ctx context.Context, a *app.App, req app.AskRequest) (*app.Trace, []app.Source, error) {
 	var sources []app.Source
-	tr, err := a.Ask(ctx, req, func(event string, data any) error {
-		switch event {
-		case "token":
-			fmt.Print(data.(map[string]string)["text"])
-		case "sources":
-			sources = data.([]app.Source)
+	tr, err := a.Ask(ctx, req, func(ev app.Event) error {
+		switch ev := ev.(type) {
+		case app.Token:
+			fmt.Print(ev.Text)
+		case app.Sources:
+			sources = ev
 		}
 		return nil
 	})
@@ -87,8 +87,8 @@ func printSources(sources []app.Source) {
 }
 
 // stageOrder is the order stages are shown in, as on the latency panel.
-var stageOrder = []string{app.StageQueue, app.StageEmbed, app.StageVector, app.StageBM25, app.StageRetrieval,
-	app.StageRerank, app.StageAssemble, "engine_queue_ms", app.StageRunnerRTT, app.StageTokenize, app.StagePrefill,
+var stageOrder = []string{app.StageEmbed, app.StageVector, app.StageBM25, app.StageRetrieval,
+	app.StageRerank, app.StageAssemble, app.StageQueue, app.StageRunnerRTT, app.StageTokenize, app.StagePrefill,
 	app.StageFirstDecode, app.StageLLMTTFT, app.StageFlush, app.StageTTFT, app.StageDecode, app.StageTotal}
 
 func printTrace(t *app.Trace) {

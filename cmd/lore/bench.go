@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-func bench(ctx context.Context, args []string) error {
+func benchCmd(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("bench: which one? engine, retrieval or load")
 	}

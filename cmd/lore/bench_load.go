@@ -241,7 +241,7 @@ func loadApp(ctx context.Context, data, model, embed, workspace string, queue, m
 			return nil, nil, err
 		}
 	}
-	a, err := app.New(ctx, app.Config{DataDir: data, ChatModel: model, EmbedModel: embed, QueueCapacity: queue})
+	a, err := app.New(ctx, app.Config{DataDir: data, ChatModel: model, EmbedModel: embed, QueueCapacity: queue, Warm: true})
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"lore/bench"
 	"lore/engine"
 	"lore/engine/synth"
 	"lore/index/ingest"
@@ -143,7 +144,7 @@ func benchRetrieval(ctx context.Context, args []string) error {
 	// The corpus, with clustered vectors.
 	emb := newClustered(384, 200)
 	start := time.Now()
-	ws, err := retrieve.BenchCorpus(ctx, db, retrieve.CorpusConfig{Chunks: *chunks, Seed: 1, Embedder: emb,
+	ws, err := bench.Corpus(ctx, db, bench.CorpusConfig{Chunks: *chunks, Seed: 1, Embedder: emb,
 		Progress: func(phase string, done, total int) {
 			if !*asJSON {
 				fmt.Fprintf(os.Stderr, "\r\033[Kcorpus %-6s %s %d/%d", phase, bar(done, total, 24), done, total)
@@ -157,7 +158,7 @@ func benchRetrieval(ctx context.Context, args []string) error {
 
 	// Search steps, one query at a time, result cache off.
 	r := retrieve.New(db, filepath.Join(dir, "vectors"), emb)
-	rep, err := retrieve.Bench(ctx, r, ws, retrieve.BenchQueries(*nq, 2), retrieve.Options{})
+	rep, err := bench.Retrieval(ctx, r, ws, bench.Queries(*nq, 2), retrieve.Options{})
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func benchRetrieval(ctx context.Context, args []string) error {
 	say("search: %s", rep)
 
 	// HNSW recall@10 against exact search on clustered vectors of this size.
-	vb, err := vector.Bench(ctx, vector.BenchConfig{N: *chunks, Dim: 384, Queries: 200, Seed: 3})
+	vb, err := bench.Vectors(ctx, bench.VectorConfig{N: *chunks, Dim: 384, Queries: 200, Seed: 3})
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func benchRetrieval(ctx context.Context, args []string) error {
 		return err
 	}
 	var embeds []float64
-	for _, q := range retrieve.BenchQueries(min(*nq, 100), 4) {
+	for _, q := range bench.Queries(min(*nq, 100), 4) {
 		t := time.Now()
 		if _, err := m.Embed(ctx, []string{q}); err != nil {
 			return err

@@ -17,6 +17,7 @@ type appFlags struct {
 	model, embedModel, rerankModel string
 	json                           bool
 	watch                          bool // keep workspaces current (long-running commands)
+	warm                           bool // start the models at once (commands that answer)
 }
 
 func (f *appFlags) register(fs *flag.FlagSet) {
@@ -30,7 +31,7 @@ func (f *appFlags) register(fs *flag.FlagSet) {
 
 // open opens the app with the flags' overrides.
 func (f *appFlags) open(ctx context.Context, tel *app.Telemetry) (*app.App, error) {
-	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch}
+	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm}
 	if tel != nil {
 		cfg.Tracer, cfg.OnTrace = tel.Tracer, tel.OnTrace
 	}

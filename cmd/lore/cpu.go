@@ -7,7 +7,7 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"lore/engine/cpu"
+	"lore/app"
 )
 
 // cpuCmd shows which runner build suits this CPU and which one models use.
@@ -18,7 +18,7 @@ func cpuCmd(_ context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	st := cpu.Describe()
+	st := app.DescribeCPU()
 	switch {
 	case *best:
 		fmt.Println(st.Best)

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"lore/app"
-	"lore/engine/synth"
-	"lore/index/ingest"
-	"lore/index/sample"
+	"lore/bench"
 )
 
 // demo is Lore's main job on defaults, with nothing to download: it
@@ -26,29 +24,11 @@ func demo(ctx context.Context, args []string) error {
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	models := filepath.Join(*dir, "models")
-	if err := os.MkdirAll(models, 0o755); err != nil {
+	chat, embed, lib, err := bench.Demo(*dir, *shape, os.Stderr)
+	if err != nil {
 		return err
 	}
-	chat := filepath.Join(models, "synth-"+*shape+".gguf")
-	embed := filepath.Join(models, "synth-embed.gguf")
-	for _, m := range []struct {
-		path string
-		opt  synth.Options
-	}{{chat, synth.Options{Shape: *shape, Seed: 1}}, {embed, synth.Options{Shape: "tiny", Embedding: true, Seed: 2}}} {
-		if _, err := os.Stat(m.path); err == nil {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "synthesising %s (random weights: the words will be noise, the timings are real)…\n", filepath.Base(m.path))
-		if err := synth.Write(m.path, m.opt); err != nil {
-			return err
-		}
-	}
-	lib := filepath.Join(*dir, "library")
-	if err := sample.WriteCorpus(lib); err != nil {
-		return err
-	}
-	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(*dir, "data"), ChatModel: chat, EmbedModel: embed})
+	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(*dir, "data"), ChatModel: chat, EmbedModel: embed, Warm: true})
 	if err != nil {
 		return err
 	}
@@ -59,9 +39,9 @@ func demo(ctx context.Context, args []string) error {
 		return err
 	}
 	start := time.Now()
-	sum, err := a.Index(ctx, "demo", []string{lib}, func(p ingest.Progress) {
+	sum, err := a.Index(ctx, "demo", []string{lib}, func(p app.Progress) {
 		done, total := p.FilesDone, p.FilesTotal
-		if p.Phase == ingest.PhaseEmbed {
+		if p.Phase == app.PhaseEmbed {
 			done, total = p.Chunks, p.ChunksTotal
 		}
 		fmt.Fprintf(os.Stderr, "\r\033[Kindexing %-6s %s %d/%d", p.Phase, bar(done, total, 24), done, total)

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"lore/index/ingest"
-	"lore/index/retrieve"
+	"lore/app"
 )
 
 func indexCmd(ctx context.Context, args []string) error {
@@ -27,23 +26,23 @@ func indexCmd(ctx context.Context, args []string) error {
 	defer a.Close()
 	tty := !f.json && isTerminal(os.Stderr)
 	last := time.Time{}
-	sum, err := a.Index(ctx, f.workspace, paths, func(p ingest.Progress) {
+	sum, err := a.Index(ctx, f.workspace, paths, func(p app.Progress) {
 		if f.json {
 			return
 		}
-		if !tty && time.Since(last) < 2*time.Second && p.Phase != ingest.PhaseDone && p.Err == nil {
+		if !tty && time.Since(last) < 2*time.Second && p.Phase != app.PhaseDone && p.Error == nil {
 			return
 		}
 		last = time.Now()
-		if p.Err != nil {
-			fmt.Fprintf(os.Stderr, "\r\033[K  ! %s: %s\n", p.Err.Path, p.Err.Reason)
+		if p.Error != nil {
+			fmt.Fprintf(os.Stderr, "\r\033[K  ! %s: %s\n", p.Error.Path, p.Error.Reason)
 		}
 		done, total, unit := p.FilesDone, p.FilesTotal, "files"
-		if p.Phase == ingest.PhaseEmbed {
+		if p.Phase == app.PhaseEmbed {
 			done, total, unit = p.Chunks, p.ChunksTotal, "chunks"
 		}
 		line := fmt.Sprintf("%-6s %s %d/%d %s · %.0f files/s · ETA %s  %s", p.Phase, bar(done, total, 24),
-			done, total, unit, p.FilesPerSec, humanDur(p.ETA.Seconds()), shorten(p.Current, 40))
+			done, total, unit, p.FilesPerS, humanDur(p.ETAs), shorten(p.Current, 40))
 		if tty {
 			fmt.Fprintf(os.Stderr, "\r\033[K%s", line)
 		} else {
@@ -84,7 +83,7 @@ func searchCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer a.Close()
-	res, err := a.Search(ctx, f.workspace, strings.Join(pos, " "), retrieve.Options{TopK: *k})
+	res, err := a.Search(ctx, f.workspace, strings.Join(pos, " "), app.SearchOptions{TopK: *k})
 	if err != nil {
 		return err
 	}
@@ -95,7 +94,7 @@ func searchCmd(ctx context.Context, args []string) error {
 		fmt.Printf("(%s retrieval: %s)\n", res.Mode, res.Degraded)
 	}
 	for i, p := range res.Passages {
-		loc := p.Rel
+		loc := p.Document
 		if p.Heading != "" {
 			loc += " › " + p.Heading
 		}
@@ -107,13 +106,13 @@ func searchCmd(ctx context.Context, args []string) error {
 		fmt.Printf("%d. %s\n   bm25 %.3f (#%d) · vector %.3f (#%d) · fused %.4f\n   %s\n\n", i+1, loc,
 			p.Scores.BM25, p.Scores.BM25Rank, p.Scores.Vector, p.Scores.VectorRank, p.Scores.Fused, shorten(oneLine(p.Text), 160))
 	}
-	t := res.Timing
+	t := res.Stages
 	fmt.Printf("%s retrieval · embed %.2f ms · vector %.2f ms ‖ bm25 %.2f ms · fuse %.2f ms · total %.2f ms%s\n",
-		res.Mode, t.Embed.Ms, t.Vector.Ms, t.BM25.Ms, t.Fuse.Ms, t.Total.Ms, cacheNote(res))
+		res.Mode, t[app.StageEmbed], t[app.StageVector], t[app.StageBM25], t["fuse_ms"], t[app.StageTotal], cacheNote(res))
 	return nil
 }
 
-func cacheNote(r retrieve.Result) string {
+func cacheNote(r app.SearchResult) string {
 	switch {
 	case r.CacheHit:
 		return " · cached result"

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"syscall"
 
-	"lore/index/parse"
+	"lore/app"
 )
 
 type command struct {
@@ -22,7 +22,7 @@ type command struct {
 
 var commands = map[string]command{
 	"synth-model": {"write a synthetic GGUF model for tests and benchmarks", synthModel},
-	"bench":       {"benchmarks: bench engine|retrieval|load [--json]", bench},
+	"bench":       {"benchmarks: bench engine|retrieval|load [--json]", benchCmd},
 	"demo":        {"index a sample library with synthetic models and stream an answer with its timings", demo},
 	"index":       {"index folders: index [--workspace W] [--embed-model F] PATH...", indexCmd},
 	"search":      {"search the library: search [--json] \"query\"", searchCmd},
@@ -35,7 +35,7 @@ var commands = map[string]command{
 }
 
 func main() {
-	parse.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
+	app.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		return

@@ -13,7 +13,7 @@ import (
 
 func serveCmd(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("serve", flag.ContinueOnError)
-	f := appFlags{watch: true}
+	f := appFlags{watch: true, warm: true}
 	f.register(fset)
 	addr := fset.String("addr", "127.0.0.1:8765", "loopback `address` to listen on (port 0 picks a free one)")
 	if _, err := parseArgs(fset, args); err != nil {

@@ -17,23 +17,52 @@ import (
 
 // Watch indexes folders (none: the workspace's registered folders, as they are now) once,
 // then watches them and runs an incremental Run after each burst of changes, calling
-// onChange with its outcome. It blocks until ctx is done and then returns nil.
+// onChange with its outcome. Runs never overlap. It blocks until ctx is done and then
+// returns nil.
+func (ix *Indexer) Watch(ctx context.Context, workspace string, folders []string, opt Options, onChange func(Summary, error)) error {
+	roots, err := ix.roots(ctx, workspace, folders)
+	if err != nil {
+		return err
+	}
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{} // the initial run
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+				s, err := ix.Run(ctx, workspace, folders, opt)
+				if ctx.Err() == nil && onChange != nil {
+					onChange(s, err)
+				}
+			}
+		}
+	}()
+	err = WatchChanges(ctx, roots, opt, func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a run is already due; it will see these changes too
+		}
+	})
+	<-done
+	return err
+}
+
+// WatchChanges watches roots and calls changed after each burst of changes to their
+// files, until ctx is done; then it returns nil. It indexes nothing itself: the caller
+// runs (and serialises) the indexing, and changed must not block.
 //
 // fsnotify does not recurse on Linux, so every subfolder gets its own watch, and new
 // ones are added as they appear. Hidden and default-excluded folders (node_modules, ...)
 // are not watched; symlinked folders are indexed by Run but not watched. Problems adding
 // watches are reported through opt.Progress as errors.
-func (ix *Indexer) Watch(ctx context.Context, workspace string, folders []string, opt Options, onChange func(Summary, error)) error {
-	if onChange == nil {
-		onChange = func(Summary, error) {}
-	}
+func WatchChanges(ctx context.Context, roots []string, opt Options, changed func()) error {
 	debounce := opt.Debounce
 	if debounce <= 0 {
 		debounce = 500 * time.Millisecond
-	}
-	roots, err := ix.roots(ctx, workspace, folders)
-	if err != nil {
-		return err
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -77,17 +106,13 @@ func (ix *Indexer) Watch(ctx context.Context, workspace string, folders []string
 		addTree(r)
 	}
 
-	// One Run at a time, in its own goroutine so events keep draining; changes seen
-	// during a run schedule another. A steady stream of events still runs at least
-	// every 10 debounce periods.
+	// A steady stream of events still reports at least every 10 debounce periods.
 	var (
-		timer    = time.NewTimer(0) // the initial run
-		pending  = true
-		first    = time.Now()
-		running  bool
-		runAgain bool
-		done     = make(chan struct{}, 1)
+		timer   = time.NewTimer(debounce)
+		pending bool
+		first   time.Time
 	)
+	timer.Stop()
 	schedule := func() {
 		now := time.Now()
 		if !pending {
@@ -99,12 +124,7 @@ func (ix *Indexer) Watch(ctx context.Context, workspace string, folders []string
 		}
 		timer.Reset(wait)
 	}
-	defer func() {
-		timer.Stop()
-		if running {
-			<-done
-		}
-	}()
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -122,39 +142,18 @@ func (ix *Indexer) Watch(ctx context.Context, workspace string, folders []string
 					addTree(ev.Name)
 				}
 			}
-			if running {
-				runAgain = true
-			} else {
-				schedule()
-			}
+			schedule()
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil
 			}
 			report("", err)
 			if errors.Is(err, fsnotify.ErrEventOverflow) { // events were lost: rescan
-				if running {
-					runAgain = true
-				} else {
-					schedule()
-				}
+				schedule()
 			}
 		case <-timer.C:
 			pending = false
-			running = true
-			go func() {
-				s, err := ix.Run(ctx, workspace, folders, opt)
-				if ctx.Err() == nil {
-					onChange(s, err)
-				}
-				done <- struct{}{}
-			}()
-		case <-done:
-			running = false
-			if runAgain {
-				runAgain = false
-				schedule()
-			}
+			changed()
 		}
 	}
 }

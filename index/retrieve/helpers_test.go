@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"lore/index/vector"
 	"lore/store"
@@ -208,3 +209,7 @@ func rels(res Result) []string {
 }
 
 var errEmbedDown = errors.New("embedding model crashed")
+
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}

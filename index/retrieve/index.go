@@ -93,6 +93,18 @@ func (r *Retriever) refreshed(st *vecState, err error) {
 	st.mu.Unlock()
 }
 
+// Vectors is the number of vectors in the workspace's loaded index (0 when
+// there is no embedding model or no index yet).
+func (r *Retriever) Vectors(ws int64) int {
+	if r.emb == nil {
+		return 0
+	}
+	if v := r.state(ws, r.emb.ID()).view(); v.idx != nil {
+		return v.idx.Len()
+	}
+	return 0
+}
+
 func (r *Retriever) state(ws int64, model string) *vecState {
 	r.mu.Lock()
 	defer r.mu.Unlock()

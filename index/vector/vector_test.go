@@ -55,7 +55,7 @@ func TestNormalize(t *testing.T) {
 // testData returns n clustered unit vectors and nq queries from the same
 // blobs, with ids 0..n-1.
 func testData(n, dim, nq int, seed uint64) ([]int64, [][]float32, [][]float32) {
-	c, q := benchData(n, dim, nq, seed)
+	c, q := BenchData(n, dim, nq, seed)
 	ids := make([]int64, n)
 	for i := range ids {
 		ids[i] = int64(i)
@@ -511,34 +511,6 @@ func TestAutoSwitches(t *testing.T) {
 	}
 	if r := meanRecall(t, a, e, queries, 10); r < 0.99 {
 		t.Errorf("recall after switching = %.3f", r)
-	}
-}
-
-func TestBench(t *testing.T) {
-	r, err := Bench(context.Background(), BenchConfig{N: 2000, Dim: 32, Queries: 50, Seed: 1,
-		Sweep: []int{8}, SaveDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.N != 2000 || r.Dim != 32 || r.K != 10 || r.Options.M != DefaultM {
-		t.Errorf("config not reported: %+v", r)
-	}
-	if r.Recall < 0.95 || r.Recall > 1 || r.Build <= 0 || r.HNSW.P50 <= 0 || r.Exact.P99 < r.Exact.P50 {
-		t.Errorf("implausible figures: %+v", r)
-	}
-	if len(r.Sweep) != 1 || r.Sweep[0].EfSearch != 8 || r.Sweep[0].Recall <= 0 {
-		t.Errorf("sweep: %+v", r.Sweep)
-	}
-	if r.FileBytes < 2000*32*4 || r.Load <= 0 {
-		t.Errorf("file figures: %d bytes, load %s", r.FileBytes, r.Load)
-	}
-	if _, err := Bench(context.Background(), BenchConfig{}); err == nil {
-		t.Error("Bench with N=0 succeeded")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := Bench(ctx, BenchConfig{N: 5000, Dim: 8}); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled Bench: %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package retrieve
+package bench
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
 
+	"lore/index/retrieve"
 	"lore/index/vector"
 	"lore/store"
 )
@@ -65,12 +65,12 @@ func words(s string) []string {
 
 // CorpusConfig describes a synthetic corpus for benchmarks.
 type CorpusConfig struct {
-	Workspace    string   // default "bench"
-	Chunks       int      // total chunks (default 10,000)
-	ChunksPerDoc int      // default 10
-	Words        int      // words per chunk (default 180, about 1,200 characters)
-	Seed         uint64   // same seed, same corpus
-	Embedder     Embedder // nil: no vectors
+	Workspace    string            // default "bench"
+	Chunks       int               // total chunks (default 10,000)
+	ChunksPerDoc int               // default 10
+	Words        int               // words per chunk (default 180, about 1,200 characters)
+	Seed         uint64            // same seed, same corpus
+	Embedder     retrieve.Embedder // nil: no vectors
 	// Progress, when set, is told how many chunks are stored, then embedded.
 	Progress func(phase string, done, total int)
 }
@@ -115,10 +115,10 @@ func chunkText(r *rand.Rand, z *rand.Zipf, n int) string {
 	return b.String()
 }
 
-// BenchCorpus fills a workspace of db with a synthetic corpus (documents of
+// Corpus fills a workspace of db with a synthetic corpus (documents of
 // a few chunks, embedded with cfg.Embedder when set) and returns its id.
 // Running it again with the same config replaces the same documents.
-func BenchCorpus(ctx context.Context, db *store.DB, cfg CorpusConfig) (int64, error) {
+func Corpus(ctx context.Context, db *store.DB, cfg CorpusConfig) (int64, error) {
 	if cfg.Workspace == "" {
 		cfg.Workspace = "bench"
 	}
@@ -209,10 +209,10 @@ func BenchCorpus(ctx context.Context, db *store.DB, cfg CorpusConfig) (int64, er
 	}
 }
 
-// BenchQueries returns n questions over the BenchCorpus vocabulary, shaped
+// Queries returns n questions over the BenchCorpus vocabulary, shaped
 // like natural ones: question words and stopwords, one common content word
 // (in a large share of chunks), one of middling frequency and one rare.
-func BenchQueries(n int, seed uint64) []string {
+func Queries(n int, seed uint64) []string {
 	r := rand.New(rand.NewPCG(seed, 0x9e))
 	shapes := []string{"how does the %s affect %s in %s?", "what is the %s of %s and %s",
 		"why would %s use %s with %s", "where is %s %s %s described"}
@@ -224,41 +224,37 @@ func BenchQueries(n int, seed uint64) []string {
 	return out
 }
 
-// BenchReport holds what Bench measured. Hybrid is the whole search minus
+// RetrievalReport holds what Bench measured. Hybrid is the whole search minus
 // the query embedding (which is cached after a warm-up pass anyway).
-type BenchReport struct {
+type RetrievalReport struct {
 	Queries int
 	Vectors int           // vectors in the index (0: BM25 only)
 	Refresh time.Duration // bringing the vector index up to date first (load or build)
-	BM25    vector.Latency
-	Vector  vector.Latency
-	Fetch   vector.Latency
-	Hybrid  vector.Latency
+	BM25    Latency
+	Vector  Latency
+	Fetch   Latency
+	Hybrid  Latency
 	Modes   map[string]int
 }
 
-func (b BenchReport) String() string {
+func (b RetrievalReport) String() string {
 	return fmt.Sprintf("queries=%d vectors=%d refresh=%s modes=%v\n  bm25    %s\n  vector  %s\n  fetch   %s\n  hybrid  %s (excluding the query embedding)",
 		b.Queries, b.Vectors, b.Refresh.Round(time.Millisecond), b.Modes, b.BM25, b.Vector, b.Fetch, b.Hybrid)
 }
 
-// Bench runs each query once to warm caches (query embeddings, SQLite
+// Retrieval runs each query once to warm caches (query embeddings, SQLite
 // pages), then again measuring, one at a time, with the result cache off.
-func Bench(ctx context.Context, r *Retriever, ws int64, queries []string, opt Options) (BenchReport, error) {
+func Retrieval(ctx context.Context, r *retrieve.Retriever, ws int64, queries []string, opt retrieve.Options) (RetrievalReport, error) {
 	if len(queries) == 0 {
-		return BenchReport{}, errors.New("retrieve: bench: no queries")
+		return RetrievalReport{}, errors.New("retrieve: bench: no queries")
 	}
-	rep := BenchReport{Queries: len(queries), Modes: map[string]int{}}
+	rep := RetrievalReport{Queries: len(queries), Modes: map[string]int{}}
 	start := time.Now()
 	if err := r.Refresh(ctx, ws); err != nil {
 		return rep, err
 	}
 	rep.Refresh = time.Since(start)
-	if r.emb != nil {
-		if v := r.state(ws, r.emb.ID()).view(); v.idx != nil {
-			rep.Vectors = v.idx.Len()
-		}
-	}
+	rep.Vectors = r.Vectors(ws)
 	opt.NoCache = true
 	for _, q := range queries {
 		if _, err := r.Search(ctx, ws, q, opt); err != nil {
@@ -283,14 +279,3 @@ func Bench(ctx context.Context, r *Retriever, ws int64, queries []string, opt Op
 }
 
 func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
-
-func summarise(ts []time.Duration) vector.Latency {
-	s := slices.Clone(ts)
-	slices.Sort(s)
-	var sum time.Duration
-	for _, t := range s {
-		sum += t
-	}
-	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
-	return vector.Latency{P50: at(0.50), P95: at(0.95), P99: at(0.99), Mean: sum / time.Duration(len(s))}
-}

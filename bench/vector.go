@@ -1,11 +1,11 @@
-package vector
+package bench
 
 import (
+	"lore/index/vector"
+
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -15,57 +15,16 @@ import (
 // Clustered returns n unit vectors shaped like text embeddings rather than
 // uniform noise: Gaussian blobs around random centres (about one per 100
 // vectors, at most 150), then normalised. The same seed gives the same
-// vectors.
-func Clustered(n, dim int, seed uint64) [][]float32 {
-	c, _ := benchData(n, dim, 0, seed)
-	return c
-}
-
-// blobSpread is the per-coordinate standard deviation of a blob relative to
-// its centre, scaled by 1/sqrt(dim): 0.75 puts members of one blob at cosine
-// ~0.6 from each other and ~0 from other blobs.
-const blobSpread = 0.75
-
-func blobs(r *rand.Rand, centres [][]float32, n int) [][]float32 {
-	dim := len(centres[0])
-	sd := blobSpread / math.Sqrt(float64(dim))
-	out := make([][]float32, n)
-	arena := make([]float32, n*dim)
-	for i := range out {
-		c := centres[r.IntN(len(centres))]
-		v := arena[i*dim : (i+1)*dim : (i+1)*dim]
-		for j := range v {
-			v[j] = c[j] + float32(r.NormFloat64()*sd)
-		}
-		Normalize(v)
-		out[i] = v
-	}
-	return out
-}
-
-// gaussian returns a random vector of norm about scale.
-func gaussian(r *rand.Rand, dim int, scale float64) []float32 {
-	v := make([]float32, dim)
-	for i := range v {
-		v[i] = float32(r.NormFloat64())
-	}
-	Normalize(v)
-	for i := range v {
-		v[i] *= float32(scale)
-	}
-	return v
-}
-
-// BenchConfig describes one retrieval benchmark.
-type BenchConfig struct {
-	N       int     // corpus size
-	Dim     int     // vector length; 0 means 384
-	Queries int     // number of queries; 0 means 300
-	K       int     // results per query; 0 means 10
-	Seed    uint64  // corpus and query seed
-	Options Options // HNSW parameters; zero fields mean the defaults
-	Sweep   []int   // further efSearch values to measure on the same graph
-	SaveDir string  // if set, also time SaveFile and LoadFile of the HNSW there
+// VectorConfig describes one retrieval benchmark.
+type VectorConfig struct {
+	N       int            // corpus size
+	Dim     int            // vector length; 0 means 384
+	Queries int            // number of queries; 0 means 300
+	K       int            // results per query; 0 means 10
+	Seed    uint64         // corpus and query seed
+	Options vector.Options // HNSW parameters; zero fields mean the defaults
+	Sweep   []int          // further efSearch values to measure on the same graph
+	SaveDir string         // if set, also time SaveFile and LoadFile of the HNSW there
 }
 
 // Latency summarises per-query search times.
@@ -74,16 +33,16 @@ type Latency struct {
 }
 
 func (l Latency) String() string {
-	return fmt.Sprintf("p50 %s  p95 %s  p99 %s  mean %s", ms(l.P50), ms(l.P95), ms(l.P99), ms(l.Mean))
+	return fmt.Sprintf("p50 %s  p95 %s  p99 %s  mean %s", fmtMs(l.P50), fmtMs(l.P95), fmtMs(l.P99), fmtMs(l.Mean))
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
+func fmtMs(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
 
-// BenchResult holds what Bench measured.
-type BenchResult struct {
+// VectorResult holds what Bench measured.
+type VectorResult struct {
 	N, Dim, Queries, K int
-	Options            Options       // HNSW parameters used
-	Build              time.Duration // HNSW build (AddBatch) wall time
+	Options            vector.Options // HNSW parameters used
+	Build              time.Duration  // HNSW build (AddBatch) wall time
 	HNSW, Exact        Latency
 	Recall             float64 // mean recall@K of HNSW against Exact
 	Sweep              []SweepPoint
@@ -98,7 +57,7 @@ type SweepPoint struct {
 	Recall   float64
 }
 
-func (r BenchResult) String() string {
+func (r VectorResult) String() string {
 	return fmt.Sprintf("n=%d dim=%d queries=%d M=%d efC=%d efS=%d workers=%d\n"+
 		"  build  %s (%.0f vectors/s)\n  hnsw   %s  recall@%d %.4f\n  exact  %s",
 		r.N, r.Dim, r.Queries, r.Options.M, r.Options.EfConstruction, r.Options.EfSearch, r.Options.Workers,
@@ -106,7 +65,7 @@ func (r BenchResult) String() string {
 		r.HNSW, r.K, r.Recall, r.Exact) + r.files() + r.sweep()
 }
 
-func (r BenchResult) files() string {
+func (r VectorResult) files() string {
 	if r.FileBytes == 0 {
 		return ""
 	}
@@ -114,7 +73,7 @@ func (r BenchResult) files() string {
 		r.Save.Round(time.Millisecond), r.Load.Round(time.Millisecond))
 }
 
-func (r BenchResult) sweep() string {
+func (r VectorResult) sweep() string {
 	var b strings.Builder
 	for _, p := range r.Sweep {
 		fmt.Fprintf(&b, "\n  efS=%-4d %s  recall@%d %.4f", p.EfSearch, p.HNSW, r.K, p.Recall)
@@ -122,11 +81,11 @@ func (r BenchResult) sweep() string {
 	return b.String()
 }
 
-// Bench builds a clustered corpus of cfg.N vectors into an HNSW and an
+// Vectors builds a clustered corpus of cfg.N vectors into an HNSW and an
 // Exact index and measures the HNSW build time, the search latency of both
 // and the recall of HNSW against exact search, over queries drawn from the
 // same distribution as the corpus. Queries run one at a time.
-func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
+func Vectors(ctx context.Context, cfg VectorConfig) (VectorResult, error) {
 	if cfg.Dim == 0 {
 		cfg.Dim = 384
 	}
@@ -137,35 +96,35 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		cfg.K = 10
 	}
 	if cfg.N <= 0 {
-		return BenchResult{}, fmt.Errorf("vector: bench corpus size %d", cfg.N)
+		return VectorResult{}, fmt.Errorf("vector: bench corpus size %d", cfg.N)
 	}
-	vecs, queries := benchData(cfg.N, cfg.Dim, cfg.Queries, cfg.Seed)
+	vecs, queries := vector.BenchData(cfg.N, cfg.Dim, cfg.Queries, cfg.Seed)
 	ids := make([]int64, len(vecs))
 	for i := range ids {
 		ids[i] = int64(i)
 	}
 
-	ex, err := NewExact(cfg.Dim)
+	ex, err := vector.NewExact(cfg.Dim)
 	if err != nil {
-		return BenchResult{}, err
+		return VectorResult{}, err
 	}
 	for i, v := range vecs {
 		if err := ex.Add(ids[i], v); err != nil {
-			return BenchResult{}, err
+			return VectorResult{}, err
 		}
 	}
-	h, err := NewHNSW(cfg.Dim, cfg.Options)
+	h, err := vector.NewHNSW(cfg.Dim, cfg.Options)
 	if err != nil {
-		return BenchResult{}, err
+		return VectorResult{}, err
 	}
 	t0 := time.Now()
 	if err := h.AddBatch(ctx, ids, vecs); err != nil {
-		return BenchResult{}, err
+		return VectorResult{}, err
 	}
-	res := BenchResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries, K: cfg.K,
+	res := VectorResult{N: cfg.N, Dim: cfg.Dim, Queries: cfg.Queries, K: cfg.K,
 		Options: h.Options(), Build: time.Since(t0)}
 
-	truth := make([][]Result, len(queries))
+	truth := make([][]vector.Result, len(queries))
 	var exT []time.Duration
 	for i, q := range queries {
 		if err := ctx.Err(); err != nil {
@@ -196,7 +155,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	return res, nil
 }
 
-func measure(ctx context.Context, h *HNSW, queries [][]float32, truth [][]Result, k int) (Latency, float64, error) {
+func measure(ctx context.Context, h *vector.HNSW, queries [][]float32, truth [][]vector.Result, k int) (Latency, float64, error) {
 	var ts []time.Duration
 	var recall float64
 	for i, q := range queries {
@@ -206,13 +165,13 @@ func measure(ctx context.Context, h *HNSW, queries [][]float32, truth [][]Result
 		t := time.Now()
 		got := h.Search(q, k)
 		ts = append(ts, time.Since(t))
-		recall += Recall(got, truth[i])
+		recall += vector.Recall(got, truth[i])
 	}
 	return summarise(ts), recall / float64(len(queries)), nil
 }
 
 // benchFile times a save and a verified load of h in dir.
-func benchFile(res *BenchResult, h *HNSW, dir string, q []float32) error {
+func benchFile(res *VectorResult, h *vector.HNSW, dir string, q []float32) error {
 	f, err := os.CreateTemp(dir, "vecbench-*.idx")
 	if err != nil {
 		return err
@@ -221,13 +180,13 @@ func benchFile(res *BenchResult, h *HNSW, dir string, q []float32) error {
 	f.Close()
 	defer os.Remove(path)
 	t := time.Now()
-	sum, err := SaveFile(path, h)
+	sum, err := vector.SaveFile(path, h)
 	if err != nil {
 		return err
 	}
 	res.Save = time.Since(t)
 	t = time.Now()
-	x, err := LoadFile(path, sum, h.Dim())
+	x, err := vector.LoadFile(path, sum, h.Dim())
 	if err != nil {
 		return err
 	}
@@ -239,35 +198,6 @@ func benchFile(res *BenchResult, h *HNSW, dir string, q []float32) error {
 		return errors.New("vector: bench: loaded index answers differently")
 	}
 	return nil
-}
-
-// benchData returns a clustered corpus and queries from the same blobs.
-func benchData(n, dim, nq int, seed uint64) (corpus, queries [][]float32) {
-	r := rand.New(rand.NewPCG(seed, 0x6c6f7265))
-	k := max(1, min(150, n/100))
-	centres := make([][]float32, k)
-	for i := range centres {
-		centres[i] = gaussian(r, dim, 1)
-	}
-	return blobs(r, centres, n), blobs(r, centres, nq)
-}
-
-// Recall reports the fraction of want's ids that got contains.
-func Recall(got, want []Result) float64 {
-	if len(want) == 0 {
-		return 1
-	}
-	seen := make(map[int64]bool, len(got))
-	for _, r := range got {
-		seen[r.ID] = true
-	}
-	hit := 0
-	for _, r := range want {
-		if seen[r.ID] {
-			hit++
-		}
-	}
-	return float64(hit) / float64(len(want))
 }
 
 func summarise(ts []time.Duration) Latency {

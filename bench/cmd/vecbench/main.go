@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"lore/bench"
 	"lore/index/vector"
 )
 
@@ -32,7 +33,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	for _, n := range ints(*sizes) {
-		r, err := vector.Bench(ctx, vector.BenchConfig{N: n, Dim: *dim, Queries: *queries, Seed: *seed,
+		r, err := bench.Vectors(ctx, bench.VectorConfig{N: n, Dim: *dim, Queries: *queries, Seed: *seed,
 			Options: vector.Options{M: *m, EfConstruction: *efc, Workers: *workers}, Sweep: ints(*efs), SaveDir: *save})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "vecbench:", err)

@@ -1,4 +1,4 @@
-package retrieve
+package bench
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"lore/index/retrieve"
 	"lore/store"
 )
 
@@ -17,16 +18,16 @@ import (
 // 10,000); LORE_BENCH_VECTORS=0 leaves out embeddings (BM25 only, faster to
 // set up at 100k). Per-query percentiles are reported as metrics.
 //
-//	go test ./index/retrieve -run '^$' -bench Retrieval -benchtime 300x
+//	go test ./bench -run '^$' -bench Retrieval -benchtime 300x
 func BenchmarkRetrieval(b *testing.B) {
-	var emb Embedder = HashEmbedder{Dim: 384}
+	var emb retrieve.Embedder = HashEmbedder{Dim: 384}
 	if os.Getenv("LORE_BENCH_VECTORS") == "0" {
 		emb = nil
 	}
 	ctx := context.Background()
 	db, ws, r := benchRetriever(b, 10000, emb)
-	queries := BenchQueries(300, 2)
-	rep, err := Bench(ctx, r, ws, queries, Options{})
+	queries := Queries(300, 2)
+	rep, err := Retrieval(ctx, r, ws, queries, retrieve.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,30 +52,24 @@ func BenchmarkRetrieval(b *testing.B) {
 		})
 	}
 	run("bm25", func(q string) error {
-		_, err := db.SearchBM25(ctx, ws, q, defaultCandidates)
+		_, err := db.SearchBM25(ctx, ws, q, 50)
 		return err
 	})
 	if emb == nil {
 		return
 	}
-	v := r.state(ws, emb.ID()).view()
-	run("vector", func(q string) error {
-		qv, _, err := r.embedQuery(ctx, normalize(q))
-		v.idx.Search(qv, defaultCandidates)
-		return err
-	})
 	run("hybrid", func(q string) error {
-		_, err := r.Search(ctx, ws, q, Options{NoCache: true})
+		_, err := r.Search(ctx, ws, q, retrieve.Options{NoCache: true})
 		return err
 	})
 }
 
 // BenchmarkRefreshAfterEdit measures bringing a built vector index up to
 // date after a small edit (a few chunks re-embedded), as the watcher does on
-// every save: the background refresh, which persists lazily. LORE_BENCH_CHUNKS
+// every save. LORE_BENCH_CHUNKS
 // sets the corpus size (default 30,000).
 //
-//	go test ./index/retrieve -run '^$' -bench RefreshAfterEdit -benchtime 20x
+//	go test ./bench -run '^$' -bench RefreshAfterEdit -benchtime 20x
 func BenchmarkRefreshAfterEdit(b *testing.B) {
 	emb := HashEmbedder{Dim: 384}
 	ctx := context.Background()
@@ -82,7 +77,6 @@ func BenchmarkRefreshAfterEdit(b *testing.B) {
 	if err := r.Refresh(ctx, ws); err != nil {
 		b.Fatal(err)
 	}
-	st := r.state(ws, emb.ID())
 	ids, err := db.VectorIDs(ctx, ws, emb.ID())
 	if err != nil {
 		b.Fatal(err)
@@ -103,7 +97,7 @@ func BenchmarkRefreshAfterEdit(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := r.refresh(ctx, st, false); err != nil {
+		if err := r.Refresh(ctx, ws); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -111,7 +105,7 @@ func BenchmarkRefreshAfterEdit(b *testing.B) {
 
 // benchRetriever builds a BenchCorpus of LORE_BENCH_CHUNKS chunks (default n)
 // embedded by emb, in a folder removed after the benchmark.
-func benchRetriever(b *testing.B, n int, emb Embedder) (*store.DB, int64, *Retriever) {
+func benchRetriever(b *testing.B, n int, emb retrieve.Embedder) (*store.DB, int64, *retrieve.Retriever) {
 	b.Helper()
 	if s := os.Getenv("LORE_BENCH_CHUNKS"); s != "" {
 		v, err := strconv.Atoi(s)
@@ -128,12 +122,12 @@ func benchRetriever(b *testing.B, n int, emb Embedder) (*store.DB, int64, *Retri
 	}
 	b.Cleanup(func() { db.Close() })
 	start := time.Now()
-	ws, err := BenchCorpus(ctx, db, CorpusConfig{Chunks: n, Seed: 1, Embedder: emb})
+	ws, err := Corpus(ctx, db, CorpusConfig{Chunks: n, Seed: 1, Embedder: emb})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("corpus: %d chunks in %s", n, time.Since(start).Round(time.Millisecond))
-	r := New(db, filepath.Join(dir, "vectors"), emb)
+	r := retrieve.New(db, filepath.Join(dir, "vectors"), emb)
 	b.Cleanup(func() { r.Close() })
 	return db, ws, r
 }

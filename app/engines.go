@@ -1,0 +1,275 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"lore/engine"
+	"lore/index/retrieve"
+)
+
+// models is one immutable set of open models and the retriever that
+// embeds with them. A question or an indexing run holds the set it started
+// with to the end; a settings change swaps in a new set, and the models it
+// replaced close once no one holds the sets that used them.
+type models struct {
+	chat      Generator
+	embed     Embedder
+	rerank    Reranker
+	retriever *retrieve.Retriever
+	warmed    chan struct{} // closed when the chat model's system prefix is cached
+
+	refs int         // holders (guarded by App.mu)
+	drop []io.Closer // what this set used that its successor does not
+}
+
+// hold returns the current models; release lets go of them.
+func (a *App) hold() (m *models, release func()) {
+	a.mu.Lock()
+	m = a.cur
+	m.refs++
+	a.mu.Unlock()
+	return m, func() { a.let(m) }
+}
+
+func (a *App) let(m *models) {
+	a.mu.Lock()
+	m.refs--
+	// Close the oldest retired sets first, and only when every older one is
+	// released too: an older set can still use what a newer one dropped.
+	var closing []io.Closer
+	for len(a.retired) > 0 && a.retired[0].refs == 0 {
+		closing = append(closing, a.retired[0].drop...)
+		a.retired = a.retired[1:]
+	}
+	a.mu.Unlock()
+	for _, c := range closing {
+		c.Close()
+	}
+}
+
+func (m *models) closeAll() {
+	for _, c := range append(m.drop, closers(m.chat, m.embed, m.rerank, m.retriever)...) {
+		c.Close()
+	}
+}
+
+// closers drops the nil interfaces from cs.
+func closers(cs ...io.Closer) []io.Closer {
+	var out []io.Closer
+	for _, c := range cs {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// openModels opens the models named in s. A model given for this run (a
+// CLI flag) must open; a saved one that no longer does is skipped and
+// logged, so the app still starts and the pipeline degrades.
+func (a *App) openModels(s Settings) (*models, error) {
+	m := &models{warmed: make(chan struct{})}
+	for _, role := range []struct {
+		name     string
+		path     string
+		explicit bool
+		set      func(*engine.Model)
+	}{
+		{"chat", s.ChatModel, a.cfg.ChatModel != "", func(e *engine.Model) { m.chat = e }},
+		{"embedding", s.EmbedModel, a.cfg.EmbedModel != "", func(e *engine.Model) { m.embed = e }},
+		{"rerank", s.RerankModel, a.cfg.RerankModel != "", func(e *engine.Model) { m.rerank = e }},
+	} {
+		if role.path == "" {
+			continue
+		}
+		e, err := a.openModel(role.path, s)
+		if err != nil {
+			if role.explicit {
+				m.closeAll()
+				return nil, fmt.Errorf("%s model: %w", role.name, err)
+			}
+			a.log.Warn("model skipped", "role", role.name, "path", role.path, "err", err)
+			continue
+		}
+		role.set(e)
+	}
+	m.retriever = a.newRetriever(m.embed)
+	return m, nil
+}
+
+func (a *App) openModel(path string, s Settings) (*engine.Model, error) {
+	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers})
+}
+
+func (a *App) newRetriever(e Embedder) *retrieve.Retriever {
+	var emb retrieve.Embedder
+	if e != nil {
+		emb = e
+	}
+	return retrieve.New(a.db, filepath.Join(a.cfg.DataDir, "vectors"), emb)
+}
+
+// switchModels opens the models whose paths changed in s and swaps them
+// in. Questions already running finish on the set they started with.
+func (a *App) switchModels(s Settings) error {
+	cur := a.Settings()
+	next := *a.current()
+	next.refs, next.drop, next.warmed = 0, nil, make(chan struct{})
+	var opened, dropped []io.Closer
+	open := func(path, was string, assign func(*engine.Model), old io.Closer) error {
+		if path == was {
+			return nil
+		}
+		if old != nil {
+			dropped = append(dropped, old)
+		}
+		if path == "" {
+			assign(nil)
+			return nil
+		}
+		e, err := a.openModel(path, s)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		opened = append(opened, e)
+		assign(e)
+		return nil
+	}
+	err := open(s.ChatModel, cur.ChatModel, func(e *engine.Model) { next.chat = nilIfNone[Generator](e) }, next.chat)
+	if err == nil {
+		err = open(s.EmbedModel, cur.EmbedModel, func(e *engine.Model) { next.embed = nilIfNone[Embedder](e) }, next.embed)
+	}
+	if err == nil {
+		err = open(s.RerankModel, cur.RerankModel, func(e *engine.Model) { next.rerank = nilIfNone[Reranker](e) }, next.rerank)
+	}
+	if err != nil {
+		for _, c := range opened {
+			c.Close()
+		}
+		return err
+	}
+	if s.EmbedModel != cur.EmbedModel {
+		dropped = append(dropped, next.retriever)
+		next.retriever = a.newRetriever(next.embed)
+	}
+	a.mu.Lock()
+	old := a.cur
+	old.drop = append(old.drop, dropped...)
+	a.retired = append(a.retired, old)
+	a.cur = &next
+	old.refs++ // let it go through let, which closes what no one holds
+	a.mu.Unlock()
+	a.let(old)
+	go a.warm(&next)
+	return nil
+}
+
+// nilIfNone keeps a nil *engine.Model from becoming a non-nil interface.
+func nilIfNone[T any](e *engine.Model) T {
+	var zero T
+	if e == nil {
+		return zero
+	}
+	return any(e).(T)
+}
+
+func (a *App) current() *models {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur
+}
+
+// warm starts the runners and evaluates the chat model's system prefix, so
+// the first question pays for neither. Its prefill speed seeds the
+// estimates.
+func (a *App) warm(m *models) {
+	defer close(m.warmed)
+	ctx := context.Background()
+	// The embedding and rerank runners too, so the first question's query
+	// embedding does not pay for loading a model.
+	for _, e := range []any{m.embed, m.rerank} {
+		if s, ok := e.(interface{ Start(context.Context) error }); ok {
+			go func() {
+				if err := s.Start(engine.WithPriority(ctx, engine.Background)); err != nil {
+					a.log.Warn("model start failed", "err", err)
+				}
+			}()
+		}
+	}
+	if m.chat == nil {
+		return
+	}
+	prefix, err := m.chat.Template().Prefix(systemPrompt)
+	if err != nil {
+		a.log.Warn("system prefix", "err", err)
+		return
+	}
+	st, err := m.chat.Warm(engine.WithPriority(ctx, engine.Interactive), prefix)
+	if err != nil {
+		a.log.Warn("warm chat model", "model", m.chat.ID(), "err", err)
+		return
+	}
+	if st.PrefillMs > 0 {
+		a.notePrefill(st.EvalTokens, st.PrefillMs)
+	}
+}
+
+// WaitWarm blocks until the chat model's prefix is warm (or ctx ends).
+func (a *App) WaitWarm(ctx context.Context) error {
+	select {
+	case <-a.current().warmed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *App) notePrefill(tokens int, ms float64) {
+	if tokens < 16 || ms <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.prefill = ewma(a.prefill, float64(tokens)/(ms/1000))
+}
+
+// PrefillSpeed is the measured prompt-reading speed in tokens/s (0 if unknown).
+func (a *App) PrefillSpeed() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.prefill
+}
+
+// rerankCost is the measured milliseconds per reranked candidate.
+func (a *App) rerankCost() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rerankMs
+}
+
+func (a *App) noteRerank(ms float64, k int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rerankMs = ewma(a.rerankMs, ms/float64(max(k, 1)))
+}
+
+func ewma(cur, x float64) float64 {
+	if cur == 0 {
+		return x
+	}
+	return 0.7*cur + 0.3*x
+}
+
+// versionID ties a trace to the model files and the prompt version.
+func (m *models) versionID() string {
+	id := func(c interface{ ID() string }, none bool) string {
+		if none {
+			return "none"
+		}
+		return c.ID()
+	}
+	return fmt.Sprintf("%s+%s+%s+%s", id(m.chat, m.chat == nil), id(m.embed, m.embed == nil), id(m.rerank, m.rerank == nil), PromptVersion)
+}
