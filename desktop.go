@@ -6,11 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,13 +41,7 @@ type App struct {
 	picking   bool            // a folder picker is open
 }
 
-// progressPeriod spaces progress events: each emit is a script run in the webview.
-const progressPeriod = 100 * time.Millisecond
-
-var (
-	errNotReady    = errors.New("the desktop app is still starting")
-	openableSuffix = []string{".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".pdf", ".docx", ".html", ".htm", ".rst", ".org", ".csv", ".json", ".log"}
-)
+var errNotReady = errors.New("the desktop app is still starting")
 
 func newDesktop(core *app.App) *App {
 	return &App{core: core, following: map[string]bool{}}
@@ -176,28 +166,18 @@ func (d *App) ReportUI(id string, uiTTFTms, paintMs float64) error {
 
 // Workspaces lists the workspaces with their folders and counts.
 func (d *App) Workspaces() ([]app.WorkspaceInfo, error) {
-	ctx, err := d.ready()
-	if err != nil {
-		return nil, err
-	}
-	wss, err := d.core.Workspaces(ctx)
-	if wss == nil && err == nil {
-		wss = []app.WorkspaceInfo{}
-	}
-	return wss, err
+	return get(d, d.core.Workspaces)
 }
 
-// CreateWorkspace creates a workspace (app validates the name).
+// CreateWorkspace creates a workspace.
 func (d *App) CreateWorkspace(name string) (app.WorkspaceInfo, error) {
-	ctx, err := d.ready()
-	if err != nil {
-		return app.WorkspaceInfo{}, err
-	}
-	w, err := d.core.CreateWorkspace(ctx, name)
-	if err == nil {
-		d.follow(w.Name)
-	}
-	return w, err
+	return get(d, func(ctx context.Context) (app.WorkspaceInfo, error) {
+		w, err := d.core.CreateWorkspace(ctx, name)
+		if err == nil {
+			d.follow(w.Name)
+		}
+		return w, err
+	})
 }
 
 // AddFolder opens the native folder picker and adds the chosen folder to
@@ -285,42 +265,6 @@ func (d *App) OpenSource(chunkID int64) error {
 	})
 }
 
-// openable says whether a file may be handed to the OS opener: a document
-// type, never something the OS would execute.
-func openable(path string) bool {
-	return slices.Contains(openableSuffix, strings.ToLower(filepath.Ext(path)))
-}
-
-// openWithOS opens path with the default application, or shows it in its
-// folder when reveal is set. Arguments go to the program directly (no shell).
-func openWithOS(path string, reveal bool) error {
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		if reveal {
-			cmd = exec.Command("open", "-R", "--", path)
-		} else {
-			cmd = exec.Command("open", "--", path)
-		}
-	case "windows":
-		if reveal {
-			cmd = exec.Command("explorer.exe", "/select,"+path)
-		} else {
-			cmd = exec.Command("rundll32.exe", "url.dll,FileProtocolHandler", path)
-		}
-	default:
-		if reveal {
-			path = filepath.Dir(path)
-		}
-		cmd = exec.Command("xdg-open", path)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	go cmd.Wait()
-	return nil
-}
-
 // Traces returns recent traces, newest first.
 func (d *App) Traces(limit int) ([]json.RawMessage, error) {
 	return get(d, func(ctx context.Context) ([]json.RawMessage, error) { return d.core.Traces(ctx, limit) })
@@ -381,50 +325,4 @@ func get[T any](d *App, fn func(context.Context) (T, error)) (T, error) {
 func call(d *App, fn func(context.Context) error) error {
 	_, err := get(d, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
 	return err
-}
-
-// follow forwards a workspace's indexing progress to the page as
-// progress:<workspace> events {type: "progress"|"done", data}, at most one
-// progress event per progressPeriod, errors and the end always.
-func (d *App) follow(ws string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.ctx == nil || d.following[ws] {
-		return
-	}
-	events, _, stop, err := d.core.Subscribe(d.ctx, ws)
-	if err != nil {
-		return
-	}
-	d.following[ws] = true
-	ctx, emit, name := d.ctx, d.emit, "progress:"+ws
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		defer stop()
-		tick := time.NewTicker(progressPeriod)
-		defer tick.Stop()
-		var pending *app.Progress
-		var last time.Time
-		send := func(ev app.IndexEvent) {
-			emit(name, event{Type: ev.Kind(), Data: ev.Payload()})
-			pending, last = nil, time.Now()
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev := <-events:
-				if ev.Done != nil || ev.Progress.Error != nil || time.Since(last) >= progressPeriod {
-					send(ev)
-				} else {
-					pending = ev.Progress
-				}
-			case <-tick.C:
-				if pending != nil {
-					send(app.IndexEvent{Progress: pending})
-				}
-			}
-		}
-	}()
 }

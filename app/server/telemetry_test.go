@@ -17,6 +17,7 @@ import (
 
 	"lore/app"
 	"lore/app/server"
+	"lore/app/telemetry"
 )
 
 // otlpReceiver is a minimal OTLP/HTTP trace receiver on loopback.
@@ -85,7 +86,7 @@ func TestTelemetry(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	ctx := context.Background()
-	tel, err := app.NewTelemetry(ctx)
+	tel, err := telemetry.New(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

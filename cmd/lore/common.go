@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"lore/app"
+	"lore/app/telemetry"
 )
 
 // appFlags are the flags every command that opens the library shares.
@@ -30,7 +31,7 @@ func (f *appFlags) register(fs *flag.FlagSet) {
 }
 
 // open opens the app with the flags' overrides.
-func (f *appFlags) open(ctx context.Context, tel *app.Telemetry) (*app.App, error) {
+func (f *appFlags) open(ctx context.Context, tel *telemetry.Telemetry) (*app.App, error) {
 	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm}
 	if tel != nil {
 		cfg.Tracer, cfg.OnTrace = tel.Tracer, tel.OnTrace
@@ -40,8 +41,8 @@ func (f *appFlags) open(ctx context.Context, tel *app.Telemetry) (*app.App, erro
 
 // openTraced opens the app with telemetry (OTLP export when configured,
 // metrics); close shuts both down.
-func (f *appFlags) openTraced(ctx context.Context) (a *app.App, tel *app.Telemetry, close func(), err error) {
-	if tel, err = app.NewTelemetry(ctx); err != nil {
+func (f *appFlags) openTraced(ctx context.Context) (a *app.App, tel *telemetry.Telemetry, close func(), err error) {
+	if tel, err = telemetry.New(ctx); err != nil {
 		return nil, nil, nil, err
 	}
 	if a, err = f.open(ctx, tel); err != nil {

@@ -1,10 +1,14 @@
-package app
+// Package telemetry sets up the process's tracing and metrics for the
+// front doors: spans over OTLP when configured, stage histograms for
+// /metrics. The app service itself only takes a tracer and a callback.
+package telemetry
 
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,20 +21,22 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"lore/app"
 )
 
 // Telemetry is the process's tracing and metrics.
 type Telemetry struct {
 	Tracer   trace.Tracer
-	Metrics  http.Handler // Prometheus text format
-	OnTrace  func(*Trace) // records a finished trace's stages as histograms
+	Metrics  http.Handler     // Prometheus text format
+	OnTrace  func(*app.Trace) // records a finished trace's stages as histograms
 	shutdown []func(context.Context) error
 }
 
-// NewTelemetry exports spans over OTLP/HTTP when the standard
+// New exports spans over OTLP/HTTP when the standard
 // OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) variable is set, and
 // keeps per-stage latency histograms for /metrics.
-func NewTelemetry(ctx context.Context) (*Telemetry, error) {
+func New(ctx context.Context) (*Telemetry, error) {
 	t := &Telemetry{Tracer: noop.NewTracerProvider().Tracer("lore")}
 	res := resource.NewSchemaless(attribute.String("service.name", "lore"))
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
@@ -56,10 +62,10 @@ func NewTelemetry(ctx context.Context) (*Telemetry, error) {
 		return nil, err
 	}
 	t.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	t.OnTrace = func(tr *Trace) {
+	t.OnTrace = func(tr *app.Trace) {
 		for name, ms := range tr.Stages {
 			hist.Record(context.Background(), ms, metric.WithAttributes(
-				attribute.String("stage", trimMs(name)), attribute.Int("fallback_level", tr.FallbackLevel)))
+				attribute.String("stage", strings.TrimSuffix(name, "_ms")), attribute.Int("fallback_level", tr.FallbackLevel)))
 		}
 	}
 	return t, nil
