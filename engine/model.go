@@ -3,6 +3,13 @@
 // crash inside llama.cpp costs one request, not the app. The engine keeps the
 // longest common prefix of consecutive prompts in the KV cache and queues
 // concurrent callers.
+//
+// A chat model's context holds several sequences (SeqAnswer,
+// SeqSpeculative, SeqScratch) in one unified KV cache. A prompt reuses the
+// longest prefix any of them holds, so text prefetched into the speculative
+// sequence while the user types (Prefetch) is adopted by the answer. KV
+// states can be saved and restored (SaveState, LoadState), and with a
+// kv.Store a warm prefix is restored from disk instead of evaluated again.
 package engine
 
 import (
@@ -12,14 +19,32 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"lore/engine/cpu"
 	"lore/engine/gguf"
+	"lore/engine/kv"
 	"lore/engine/wire"
 )
+
+// The sequences of a chat model's context (Options.Seqs ≥ 3).
+const (
+	// SeqAnswer is where Generate, Prefill and Warm work.
+	SeqAnswer = 0
+	// SeqSpeculative is where Prefetch evaluates a draft prompt.
+	SeqSpeculative = 1
+	// SeqScratch is free for the caller (LoadState a saved prompt there,
+	// say: the next Generate adopts it).
+	SeqScratch = 2
+)
+
+// State is one sequence's saved KV: the tokens it holds and llama.cpp's
+// bytes for them.
+type State = kv.Entry
 
 // Stats and Sampling are the wire protocol's types, part of the engine's API.
 type (
@@ -30,9 +55,8 @@ type (
 // Options configures a Model. Zero values take defaults.
 type Options struct {
 	Path      string // GGUF file
-	NumCtx    int    // context tokens (default 4096, capped by the model's)
+	NumCtx    int    // tokens one sequence holds (default 4096, capped by the model's)
 	Batch     int    // tokens per decode call (default 512)
-	Seqs      int    // parallel sequences (default 1)
 	Threads   int    // default: physical cores
 	GPULayers int
 	// FlashAttention is "auto", "on" or "off" (default "off": CPU prefill
@@ -44,6 +68,25 @@ type Options struct {
 	// Runner is the runner program (default: the best lore-runner-<variant>
 	// for this CPU, see engine/cpu).
 	Runner string
+
+	// Seqs is the number of sequences in the context (default 3 for chat
+	// models: SeqAnswer, SeqSpeculative, SeqScratch; 1 for embedding
+	// models). With more than one the KV cache is unified: all sequences
+	// share KVCells cells, so any one can hold a full NumCtx prompt, and a
+	// prefix copied between sequences shares its cells instead of being
+	// duplicated. When a prompt finds the cache full, sequences other than
+	// the answer are cleared to make room (Stats.Evicted).
+	Seqs int
+	// KVCells is the size of that shared cache (default NumCtx: the memory
+	// of one sequence; more lets a long speculative prompt coexist with a
+	// long conversation without evictions).
+	KVCells int
+	// MicroBatch is the tokens per decode call of a Prefetch (default 32):
+	// a preempted Prefetch loses at most the micro-batch in flight.
+	MicroBatch int
+	// KV, if set, keeps warm prefixes' KV states (see Warm) in RAM and on
+	// disk, so a restarted runner or app restores them in milliseconds.
+	KV *kv.Store
 }
 
 // Info describes a loaded model.
@@ -73,11 +116,18 @@ type Model struct {
 	tmpl  *Template
 	queue *Queue
 
-	mu     sync.Mutex // guards proc, warm, loaded and closed
-	proc   *process
-	warm   string // prompt prefix to restore after a restart
-	loaded RunnerInfo
-	closed bool
+	mu       sync.Mutex // guards the fields below
+	proc     *process
+	warm     string // prompt prefix to restore after a restart
+	warmSt   Stats  // what the last warm-up cost
+	loaded   RunnerInfo
+	closed   bool
+	prefetch context.CancelCauseFunc // cancels the running Prefetch
+	prefGen  uint64                  // counts Prefetch calls
+
+	// stateFile moves KV states through a temporary file rather than inline
+	// in the protocol (see TestStateTransfer for the measurement).
+	stateFile bool
 }
 
 // Open validates the file's GGUF header and prepares a model. The runner
@@ -93,6 +143,12 @@ func Open(opt Options) (*Model, error) {
 	}
 	if opt.Seqs <= 0 {
 		opt.Seqs = 1
+		if gi.PoolingType <= gguf.PoolingNone {
+			opt.Seqs = SeqScratch + 1
+		}
+	}
+	if opt.MicroBatch <= 0 {
+		opt.MicroBatch = 32
 	}
 	if opt.NumCtx <= 0 {
 		opt.NumCtx = 4096
@@ -102,6 +158,9 @@ func Open(opt Options) (*Model, error) {
 	}
 	if gi.ContextLength > 0 && uint64(opt.NumCtx) > gi.ContextLength {
 		opt.NumCtx = int(gi.ContextLength)
+	}
+	if opt.KVCells < opt.NumCtx {
+		opt.KVCells = opt.NumCtx
 	}
 	if opt.Threads <= 0 {
 		opt.Threads = cpu.PhysicalCores()
@@ -167,6 +226,10 @@ func (m *Model) noteLog(line string) {
 	}
 }
 
+// QueueStats reports the model's queue: callers waiting, and whether one
+// holds it now.
+func (m *Model) QueueStats() QueueStats { return m.queue.Stats() }
+
 // Start starts the runner and loads the model now rather than on first use.
 func (m *Model) Start(ctx context.Context) error {
 	release, _, err := m.queue.Acquire(ctx)
@@ -203,46 +266,62 @@ func (m *Model) Close() error {
 // runner returns a live runner with the model loaded and the warm prefix in
 // its cache, starting a fresh one if the last died. The caller holds the queue.
 func (m *Model) runner(ctx context.Context) (*process, error) {
+	p, fresh, err := m.start(ctx)
+	if err != nil || !fresh {
+		return p, err
+	}
 	m.mu.Lock()
-	p, warm, closed := m.proc, m.warm, m.closed
+	warm := m.warm
+	m.mu.Unlock()
+	if warm != "" {
+		st, err := m.warmUp(ctx, p, warm)
+		if err != nil {
+			return nil, fmt.Errorf("warm prefix: %w", err)
+		}
+		m.mu.Lock()
+		m.warmSt = st
+		m.mu.Unlock()
+	}
+	return p, nil
+}
+
+// start returns a live runner with the model loaded, and whether it was
+// started now.
+func (m *Model) start(ctx context.Context) (*process, bool, error) {
+	m.mu.Lock()
+	p, closed := m.proc, m.closed
 	m.mu.Unlock()
 	switch {
 	case closed:
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	case p != nil && p.alive():
-		return p, nil
+		return p, false, nil
 	}
 	// The file is checked again before every (re)load: it may have been
 	// replaced since Open, and llama.cpp must never see an unchecked file.
 	if _, err := gguf.Open(m.opt.Path); err != nil {
-		return nil, fmt.Errorf("model %s: %w", m.opt.Path, err)
+		return nil, false, fmt.Errorf("model %s: %w", m.opt.Path, err)
 	}
 	p, err := startProcess(m.opt.Runner, m.noteLog)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	load := &wire.LoadParams{Path: m.opt.Path, NumCtx: m.opt.NumCtx, Batch: m.opt.Batch, Seqs: m.opt.Seqs,
-		Threads: m.opt.Threads, GPULayers: m.opt.GPULayers, FlashAttention: m.opt.FlashAttention,
+	load := &wire.LoadParams{Path: m.opt.Path, NumCtx: m.opt.NumCtx, KVCells: m.opt.KVCells, Batch: m.opt.Batch,
+		Seqs: m.opt.Seqs, Threads: m.opt.Threads, GPULayers: m.opt.GPULayers, FlashAttention: m.opt.FlashAttention,
 		Pooling: max(int(m.info.PoolingType), 0)}
 	err = p.call(ctx, wire.Request{Op: "load", Load: load}, func(wire.Reply) error { return nil })
 	if err != nil {
 		p.close()
-		return nil, fmt.Errorf("load %s: %w", filepath.Base(m.opt.Path), err)
+		return nil, false, fmt.Errorf("load %s: %w", filepath.Base(m.opt.Path), err)
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.closed {
-		m.mu.Unlock()
 		p.close()
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	m.proc = p
-	m.mu.Unlock()
-	if warm != "" {
-		if err := p.call(ctx, wire.Request{Op: "prefill", Text: warm}, func(wire.Reply) error { return nil }); err != nil {
-			return nil, fmt.Errorf("warm prefix: %w", err)
-		}
-	}
-	return p, nil
+	return p, true, nil
 }
 
 // ErrClosed is returned by a Model after Close.
@@ -327,26 +406,357 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 	return st, err
 }
 
-// Warm evaluates prefix into the KV cache and keeps it there across runner
-// restarts, so prompts that start with it pay only for the rest.
+// Warm puts prefix into the answer sequence's KV cache and keeps it there
+// across runner restarts, so prompts that start with it pay only for the
+// rest. With Options.KV the prefix's state is restored from the store when
+// it is there (Stats.Restored, Stats.RestoreMs: milliseconds) and saved to
+// it after a prefill otherwise; a restarted runner is re-warmed the same way
+// (see WarmStats). A prefix already in the cache costs nothing.
 func (m *Model) Warm(ctx context.Context, prefix string) (Stats, error) {
 	m.mu.Lock()
 	m.warm = prefix
 	m.mu.Unlock()
-	return m.Prefill(ctx, prefix)
+	release, waited, err := m.queue.Acquire(ctx)
+	if err != nil {
+		return Stats{QueueMs: ms(waited)}, err
+	}
+	defer release()
+	p, _, err := m.start(ctx)
+	if err != nil {
+		return Stats{QueueMs: ms(waited)}, err
+	}
+	st, err := m.warmUp(ctx, p, prefix)
+	st.QueueMs = ms(waited)
+	if err == nil || st.PromptTokens > 0 {
+		m.mu.Lock()
+		m.warmSt = st
+		m.mu.Unlock()
+	}
+	return st, err
 }
 
-// Prefill evaluates text into the KV cache without generating.
+// WarmStats reports the last warm-up: Warm's, or the automatic one after a
+// runner restart (Restored and RestoreMs say whether it came from the
+// store and how long it took).
+func (m *Model) WarmStats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.warmSt
+}
+
+// warmUp brings prefix into the answer sequence: from the cache if some
+// sequence holds it, else from the store, else by a prefill whose state it
+// then saves. A state the runner rejects is deleted from the store and
+// rebuilt.
+func (m *Model) warmUp(ctx context.Context, p *process, prefix string) (Stats, error) {
+	if m.opt.KV == nil {
+		return m.prefillOn(ctx, p, SeqAnswer, prefix)
+	}
+	start := time.Now()
+	var probe wire.Reply
+	err := p.call(ctx, wire.Request{Op: "probe", Seq: SeqAnswer, Text: prefix}, func(r wire.Reply) error {
+		probe = r
+		return nil
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	toks := probe.Tokens
+	if probe.Stats == nil || len(toks) == 0 || probe.Stats.CachedTokens == len(toks) {
+		return m.prefillOn(ctx, p, SeqAnswer, prefix)
+	}
+	key, err := m.StateKey(toks)
+	if err != nil {
+		return Stats{}, err
+	}
+	if e, ok := m.opt.KV.Get(key); ok {
+		st, err := m.loadState(ctx, p, SeqAnswer, e)
+		if err == nil {
+			st.RestoreMs = ms(time.Since(start)) // lookup, transfer and llama.cpp
+			return st, nil
+		}
+		m.opt.KV.Delete(key)
+		if errors.Is(err, ErrRunnerDied) || ctx.Err() != nil {
+			return Stats{}, err
+		}
+	}
+	st, err := m.prefillOn(ctx, p, SeqAnswer, prefix)
+	if err != nil {
+		return st, err
+	}
+	e, sst, err := m.saveState(ctx, p, SeqAnswer)
+	st.SaveMs, st.StateBytes = sst.SaveMs, sst.StateBytes
+	if err == nil && !slices.Equal(e.Tokens, toks) {
+		err = fmt.Errorf("the answer sequence holds %d tokens, not the prefix's %d", len(e.Tokens), len(toks))
+	}
+	if err == nil {
+		err = m.opt.KV.Put(key, e)
+	}
+	if err != nil {
+		return st, fmt.Errorf("warm: prefix evaluated, state not saved: %w", err)
+	}
+	return st, nil
+}
+
+// StateKey is the kv.Store key of a state holding toks in this model's
+// context: the model file as it is now (name, size, modification time),
+// the settings that shape the state's bytes and the tokens.
+func (m *Model) StateKey(toks []int) (kv.Key, error) {
+	fi, err := os.Stat(m.opt.Path)
+	if err != nil {
+		return kv.Key{}, err
+	}
+	o := m.opt
+	return kv.Key{
+		Model: fmt.Sprintf("%s|%d|%d", filepath.Base(o.Path), fi.Size(), fi.ModTime().UnixNano()),
+		Context: fmt.Sprintf("llama.cpp %s; num_ctx %d; kv_cells %d; batch %d; seqs %d; flash_attention %s; gpu_layers %d; runner %s",
+			llamaVersion(), o.NumCtx, o.KVCells, o.Batch, o.Seqs, o.FlashAttention, o.GPULayers, m.info.CPUVariant),
+		Tokens: kv.HashTokens(toks),
+	}, nil
+}
+
+// llamaVersion is the version of the module that carries llama.cpp: a
+// state's layout may change with it.
+func llamaVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/ollama/ollama" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// Prefill evaluates text into the answer sequence without generating.
 func (m *Model) Prefill(ctx context.Context, text string) (Stats, error) {
 	var st Stats
-	waited, err := m.do(ctx, wire.Request{Op: "prefill", Text: text}, func(r wire.Reply) error {
+	release, waited, err := m.queue.Acquire(ctx)
+	if err != nil {
+		return Stats{QueueMs: ms(waited)}, err
+	}
+	defer release()
+	p, err := m.runner(ctx)
+	if err == nil {
+		st, err = m.prefillOn(ctx, p, SeqAnswer, text)
+	}
+	st.QueueMs = ms(waited)
+	return st, err
+}
+
+func (m *Model) prefillOn(ctx context.Context, p *process, seq int, text string) (Stats, error) {
+	var st Stats
+	err := p.call(ctx, wire.Request{Op: "prefill", Seq: seq, Text: text}, func(r wire.Reply) error {
 		if r.Stats != nil {
 			st = *r.Stats
 		}
 		return nil
 	})
+	return st, err
+}
+
+// ErrSuperseded is the error of a Prefetch that a newer one replaced.
+var ErrSuperseded = errors.New("prefetch superseded by a newer one")
+
+// ErrNoSpeculative is returned by Prefetch on a model loaded with fewer
+// than two sequences.
+var ErrNoSpeculative = errors.New("model has no speculative sequence (Options.Seqs < 2)")
+
+// Prefetch evaluates text (a prompt up to, not including, the question)
+// into the speculative sequence at Background priority, so that a Generate
+// whose prompt starts with it adopts the work (Stats.AdoptedSeq,
+// AdoptedTokens). It runs in micro-batches (Options.MicroBatch) and gives
+// way to any interactive call: that call waits about one micro-batch, and
+// Prefetch returns ErrPreempted, keeping the tokens already evaluated (the
+// partial prefix still counts). A newer Prefetch cancels an older one,
+// which returns ErrSuperseded. Text the cache already holds costs nothing.
+// The returned Stats say what was evaluated either way.
+func (m *Model) Prefetch(ctx context.Context, text string) (Stats, error) {
+	if m.opt.Seqs <= SeqSpeculative {
+		return Stats{}, ErrNoSpeculative
+	}
+	ctx = WithPriority(ctx, Background)
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	m.mu.Lock()
+	if m.prefetch != nil {
+		m.prefetch(ErrSuperseded)
+	}
+	m.prefGen++
+	gen := m.prefGen
+	m.prefetch = cancel
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		if m.prefGen == gen {
+			m.prefetch = nil
+		}
+		m.mu.Unlock()
+	}()
+
+	var st Stats
+	hold, release, waited, err := m.queue.AcquirePreemptible(sctx)
+	st.QueueMs = ms(waited)
+	if err != nil {
+		return st, stopped(sctx, &st, err)
+	}
+	defer release()
+	// Starting the runner is not abandoned when superseded: the next
+	// Prefetch needs it as much.
+	p, err := m.runner(ctx)
+	if err != nil {
+		return st, err
+	}
+	if hold.Err() != nil {
+		return st, stopped(hold, &st, hold.Err())
+	}
+	err = p.call(hold, wire.Request{Op: "prefill", Seq: SeqSpeculative, Text: text, Batch: m.opt.MicroBatch},
+		func(r wire.Reply) error {
+			if r.Stats != nil {
+				q := st.QueueMs
+				st = *r.Stats
+				st.QueueMs = q
+			}
+			return nil
+		})
+	if err != nil && hold.Err() != nil {
+		return st, stopped(hold, &st, err)
+	}
+	return st, err
+}
+
+// stopped turns the error of a call whose context ended into the reason:
+// ErrPreempted, ErrSuperseded or the caller's own cancellation.
+func stopped(ctx context.Context, st *Stats, err error) error {
+	cause := context.Cause(ctx)
+	if cause == nil {
+		return err
+	}
+	switch {
+	case errors.Is(cause, ErrPreempted):
+		st.StopReason = "preempted"
+	case errors.Is(cause, ErrSuperseded):
+		st.StopReason = "superseded"
+	default:
+		st.StopReason = "cancel"
+	}
+	return cause
+}
+
+// SaveState returns the KV state of sequence seq and the tokens it holds,
+// for LoadState (now, or after a restart through a kv.Store).
+func (m *Model) SaveState(ctx context.Context, seq int) (State, Stats, error) {
+	release, waited, err := m.queue.Acquire(ctx)
+	if err != nil {
+		return State{}, Stats{QueueMs: ms(waited)}, err
+	}
+	defer release()
+	p, err := m.runner(ctx)
+	if err != nil {
+		return State{}, Stats{QueueMs: ms(waited)}, err
+	}
+	e, st, err := m.saveState(ctx, p, seq)
+	st.QueueMs = ms(waited)
+	return e, st, err
+}
+
+// LoadState replaces sequence seq's KV with s, a state SaveState returned
+// for this model with the same Options (llama.cpp checks only part of it:
+// never pass bytes of unknown origin; kv.Store checks what it returns).
+func (m *Model) LoadState(ctx context.Context, seq int, s State) (Stats, error) {
+	release, waited, err := m.queue.Acquire(ctx)
+	if err != nil {
+		return Stats{QueueMs: ms(waited)}, err
+	}
+	defer release()
+	p, err := m.runner(ctx)
+	if err != nil {
+		return Stats{QueueMs: ms(waited)}, err
+	}
+	st, err := m.loadState(ctx, p, seq, s)
 	st.QueueMs = ms(waited)
 	return st, err
+}
+
+func (m *Model) saveState(ctx context.Context, p *process, seq int) (State, Stats, error) {
+	start := time.Now()
+	req := wire.Request{Op: "state_save", Seq: seq}
+	if m.stateFile {
+		f, err := os.CreateTemp("", "lore-kv-*.state")
+		if err != nil {
+			return State{}, Stats{}, err
+		}
+		f.Close()
+		defer os.Remove(f.Name())
+		req.Path = f.Name()
+	}
+	var e State
+	var st Stats
+	err := p.call(ctx, req, func(r wire.Reply) error {
+		e = State{Tokens: r.Tokens, Data: r.State}
+		if r.Stats != nil {
+			st = *r.Stats
+		}
+		return nil
+	})
+	if err == nil && m.stateFile {
+		e.Data, err = os.ReadFile(req.Path)
+	}
+	if err != nil {
+		return State{}, st, fmt.Errorf("save state of sequence %d: %w", seq, err)
+	}
+	st.SaveMs = ms(time.Since(start))
+	return e, st, nil
+}
+
+func (m *Model) loadState(ctx context.Context, p *process, seq int, e State) (Stats, error) {
+	start := time.Now()
+	req := wire.Request{Op: "state_load", Seq: seq, Tokens: e.Tokens}
+	if m.stateFile {
+		f, err := os.CreateTemp("", "lore-kv-*.state")
+		if err != nil {
+			return Stats{}, err
+		}
+		_, err = f.Write(e.Data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		defer os.Remove(f.Name())
+		if err != nil {
+			return Stats{}, err
+		}
+		req.Path = f.Name()
+	} else {
+		req.State = e.Data
+	}
+	var st Stats
+	err := p.call(ctx, req, func(r wire.Reply) error {
+		if r.Stats != nil {
+			st = *r.Stats
+		}
+		return nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("load state into sequence %d: %w", seq, err)
+	}
+	st.RestoreMs = ms(time.Since(start))
+	return st, nil
+}
+
+// ClearSeq empties sequence seq.
+func (m *Model) ClearSeq(ctx context.Context, seq int) error {
+	_, err := m.do(ctx, wire.Request{Op: "seq_clear", Seq: seq}, func(wire.Reply) error { return nil })
+	return err
+}
+
+// SeqTokens returns the number of tokens each sequence holds.
+func (m *Model) SeqTokens(ctx context.Context) ([]int, error) {
+	var n []int
+	_, err := m.do(ctx, wire.Request{Op: "seqs"}, func(r wire.Reply) error {
+		n = r.SeqTokens
+		return nil
+	})
+	return n, err
 }
 
 // Tokenize returns text's tokens; special parses control tokens such as

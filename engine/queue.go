@@ -34,6 +34,10 @@ func priorityOf(ctx context.Context) Priority {
 // ErrBusy is returned at once when the queue is full.
 var ErrBusy = errors.New("engine busy: too many requests waiting")
 
+// ErrPreempted is the cause of a preemptible holder's context (see
+// AcquirePreemptible) when work of a higher priority starts waiting.
+var ErrPreempted = errors.New("preempted by higher-priority work")
+
 // Queue admits one holder at a time; others wait in priority order (FIFO
 // within a priority). Beyond its capacity it refuses at once.
 type Queue struct {
@@ -44,6 +48,10 @@ type Queue struct {
 	waiting  waiters
 	served   uint64
 	waitSum  time.Duration
+	// preempt, while set, cancels the current holder's context; it is set
+	// only for a holder that asked to be preemptible, of priority holder.
+	preempt context.CancelCauseFunc
+	holder  Priority
 }
 
 // QueueStats is a snapshot of a queue.
@@ -101,6 +109,10 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), waited time.Durati
 	q.seq++
 	w := &waiter{prio: priorityOf(ctx), seq: q.seq, ready: make(chan struct{})}
 	heap.Push(&q.waiting, w)
+	if q.preempt != nil && w.prio > q.holder {
+		q.preempt(ErrPreempted)
+		q.preempt = nil
+	}
 	q.mu.Unlock()
 
 	select {
@@ -121,6 +133,36 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), waited time.Durati
 		q.releaseLocked()
 		return nil, time.Since(start), ctx.Err()
 	}
+}
+
+// AcquirePreemptible is Acquire for work that gives way: the returned
+// context is derived from ctx and is cancelled, with cause ErrPreempted, as
+// soon as a caller of a higher priority waits for the queue. The holder
+// should stop promptly and call release, which it must call in any case.
+func (q *Queue) AcquirePreemptible(ctx context.Context) (hold context.Context, release func(), waited time.Duration, err error) {
+	rel, waited, err := q.Acquire(ctx)
+	if err != nil {
+		return nil, nil, waited, err
+	}
+	hold, cancel := context.WithCancelCause(ctx)
+	prio := priorityOf(ctx)
+	q.mu.Lock()
+	if len(q.waiting) > 0 && q.waiting[0].prio > prio {
+		cancel(ErrPreempted) // it queued while the turn was being handed over
+	} else {
+		q.preempt, q.holder = cancel, prio
+	}
+	q.mu.Unlock()
+	var once sync.Once
+	return hold, func() {
+		once.Do(func() {
+			q.mu.Lock()
+			q.preempt = nil
+			q.mu.Unlock()
+			cancel(nil)
+			rel()
+		})
+	}, waited, nil
 }
 
 func (q *Queue) release() {

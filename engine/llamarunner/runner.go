@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,7 @@ func Serve(r io.Reader, w io.Writer) error {
 	go s.read(r, reqs)
 	defer s.free()
 	for rq := range reqs {
-		s.cur.Store(rq.req.ID)
+		s.begin(rq.req.ID)
 		if err := s.handle(rq); err != nil {
 			s.reply(wire.Reply{Error: err.Error(), Done: true})
 		}
@@ -46,15 +47,20 @@ type server struct {
 	mu  sync.Mutex // guards out
 	out *bufio.Writer
 
+	// cmu orders the start of a request against a cancel of the previous
+	// one, so that a late cancel never aborts the next request's decode.
+	cmu       sync.Mutex
 	cur       atomic.Uint64 // id of the request being served
 	cancelled atomic.Uint64 // id of the last cancelled request
+	abort     *abortFlag    // set while the current request is cancelled
 
 	p     wire.LoadParams
 	model *llama.Model
 	lctx  *llama.Context
 	batch *llama.Batch
-	// cache holds, per sequence, the tokens whose KV sits in the context.
-	cache map[int][]int
+	// seqs holds, per sequence, the tokens whose KV sits in the context, in
+	// position order.
+	seqs [][]int
 }
 
 func (s *server) read(r io.Reader, reqs chan<- received) {
@@ -68,10 +74,25 @@ func (s *server) read(r io.Reader, reqs chan<- received) {
 			continue
 		}
 		if req.Op == "cancel" {
+			s.cmu.Lock()
 			s.cancelled.Store(req.ID)
+			if s.abort != nil && s.cur.Load() == req.ID {
+				s.abort.set(true)
+			}
+			s.cmu.Unlock()
 			continue
 		}
 		reqs <- received{req, time.Now()}
+	}
+}
+
+// begin makes id the current request.
+func (s *server) begin(id uint64) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	s.cur.Store(id)
+	if s.abort != nil {
+		s.abort.set(false)
 	}
 }
 
@@ -100,15 +121,39 @@ func (s *server) handle(rq received) error {
 		}
 		s.reply(wire.Reply{Tokens: toks, Done: true})
 		return nil
+	case "probe":
+		return s.probe(req)
 	case "prefill":
 		st := wire.Stats{}
-		if _, err := s.prefill(req, rq.at, &st); err != nil {
+		_, err := s.prefill(req, &st)
+		if errors.Is(err, errCancelled) {
+			st.StopReason, err = "cancel", nil
+		}
+		if err != nil {
 			return err
 		}
 		s.reply(wire.Reply{Stats: &st, Done: true})
 		return nil
 	case "generate":
 		return s.generate(req, rq.at)
+	case "state_save":
+		return s.stateSave(req)
+	case "state_load":
+		return s.stateLoad(req)
+	case "seq_clear":
+		if err := s.checkSeq(req.Seq); err != nil {
+			return err
+		}
+		s.clearSeq(req.Seq)
+		s.reply(wire.Reply{Done: true})
+		return nil
+	case "seqs":
+		n := make([]int, len(s.seqs))
+		for i, t := range s.seqs {
+			n[i] = len(t)
+		}
+		s.reply(wire.Reply{SeqTokens: n, Done: true})
+		return nil
 	case "embed":
 		return s.embed(req)
 	case "rerank":
@@ -138,7 +183,14 @@ func (s *server) load(p *wire.LoadParams) error {
 		fa = ml.FlashAttentionDisabled
 	}
 	seqs := max(p.Seqs, 1)
-	c, err := llama.NewContextWithModel(m, llama.NewContextParams(p.NumCtx, p.Batch, seqs, p.Threads, fa, ""))
+	cells := max(p.KVCells, p.NumCtx)
+	cp := llama.NewContextParams(cells, p.Batch, seqs, p.Threads, fa, "")
+	if seqs > 1 {
+		// Split caches would give each sequence cells/seqs cells and copy
+		// whole streams between sequences; see setUnifiedKV.
+		setUnifiedKV(&cp)
+	}
+	c, err := llama.NewContextWithModel(m, cp)
 	if err != nil {
 		llama.FreeModel(m)
 		return fmt.Errorf("context for %s: %w", p.Path, err)
@@ -148,8 +200,16 @@ func (s *server) load(p *wire.LoadParams) error {
 		llama.FreeModel(m)
 		return err
 	}
+	abort, err := newAbortFlag(c)
+	if err != nil {
+		llama.FreeModel(m)
+		return err
+	}
+	s.cmu.Lock()
+	s.abort = abort
+	s.cmu.Unlock()
 	s.p, s.model, s.lctx, s.batch = *p, m, c, b
-	s.cache = map[int][]int{}
+	s.seqs = make([][]int, seqs)
 	fmt.Fprintf(os.Stderr, "runner: loaded %s in %.0f ms\n", p.Path, ms(time.Since(start)))
 	s.reply(wire.Reply{Done: true})
 	return nil
@@ -164,10 +224,90 @@ func (s *server) free() {
 	}
 }
 
-// prefill tokenises req.Text and evaluates whatever of it is not already in
-// the sequence's KV cache. It returns the prompt tokens and leaves the logits
-// of the last one ready for sampling.
-func (s *server) prefill(req wire.Request, at time.Time, st *wire.Stats) ([]int, error) {
+func (s *server) checkSeq(seq int) error {
+	if seq < 0 || seq >= len(s.seqs) {
+		return fmt.Errorf("sequence %d: the context has %d", seq, len(s.seqs))
+	}
+	return nil
+}
+
+// bestPrefix returns the sequence holding the longest prefix of toks, and
+// its length; seq wins ties, so a sequence prefers its own cache.
+func (s *server) bestPrefix(seq int, toks []int) (best, n int) {
+	best, n = seq, commonPrefix(s.seqs[seq], toks)
+	for i, held := range s.seqs {
+		if c := commonPrefix(held, toks); c > n {
+			best, n = i, c
+		}
+	}
+	return best, n
+}
+
+func (s *server) clearSeq(seq int) {
+	s.lctx.KvCacheSeqRm(seq, 0, -1)
+	s.seqs[seq] = nil
+}
+
+// evict clears one sequence other than seq to free KV cells, and reports
+// whether it did. The answer sequence (0) is never evicted for another:
+// it holds the conversation a follow-up reuses. The cache has at least
+// NumCtx cells, so the answer sequence alone always fits.
+func (s *server) evict(seq int) bool {
+	for v := len(s.seqs) - 1; v > 0; v-- {
+		if v != seq && len(s.seqs[v]) > 0 {
+			fmt.Fprintf(os.Stderr, "runner: KV cache full: evicting sequence %d (%d tokens) for sequence %d\n", v, len(s.seqs[v]), seq)
+			s.clearSeq(v)
+			return true
+		}
+	}
+	return false
+}
+
+// decode runs llama_decode, evicting other sequences while the cache is
+// full. A decode aborted by a cancel (abortFlag) returns errCancelled; the
+// binding reports that, llama_decode's 2, like a full cache.
+func (s *server) decode(seq int, st *wire.Stats) error {
+	for {
+		err := s.lctx.Decode(s.batch)
+		if err != nil && s.isCancelled() {
+			return errCancelled
+		}
+		if !errors.Is(err, llama.ErrKvCacheFull) || !s.evict(seq) {
+			return err
+		}
+		st.Evicted++
+	}
+}
+
+// probe reports how much of req.Text the cache already holds.
+func (s *server) probe(req wire.Request) error {
+	toks, err := s.model.Tokenize(req.Text, true, true)
+	if err != nil {
+		return fmt.Errorf("tokenize: %w", err)
+	}
+	if err := s.checkSeq(req.Seq); err != nil {
+		return err
+	}
+	best, n := s.bestPrefix(req.Seq, toks)
+	st := wire.Stats{PromptTokens: len(toks), CachedTokens: n}
+	if best != req.Seq {
+		st.AdoptedSeq, st.AdoptedTokens = best, n
+	}
+	s.reply(wire.Reply{Tokens: toks, Stats: &st, Done: true})
+	return nil
+}
+
+// prefill tokenises req.Text into sequence req.Seq and evaluates whatever
+// of it the cache does not already hold. The longest prefix held by any
+// sequence is reused: a prefix held by another sequence (a speculative
+// prefill, say) is first copied into this one, which in the unified cache
+// shares the cells. For generate, the logits of the last token are left
+// ready for sampling. It returns the prompt's tokens; after a cancel
+// (errCancelled) the sequence keeps the micro-batches already evaluated.
+func (s *server) prefill(req wire.Request, st *wire.Stats) ([]int, error) {
+	if err := s.checkSeq(req.Seq); err != nil {
+		return nil, err
+	}
 	t := time.Now()
 	toks, err := s.model.Tokenize(req.Text, true, true)
 	if err != nil {
@@ -181,48 +321,138 @@ func (s *server) prefill(req wire.Request, at time.Time, st *wire.Stats) ([]int,
 		return nil, fmt.Errorf("prompt of %d tokens does not fit the context of %d tokens", len(toks), s.p.NumCtx)
 	}
 	seq := req.Seq
-	cached := s.cache[seq]
-	n := commonPrefix(cached, toks)
-	if n == len(toks) {
+	best, n := s.bestPrefix(seq, toks)
+	if best != seq {
+		s.clearSeq(seq)
+		s.lctx.KvCacheSeqCp(best, seq, 0, n)
+		// A copy, never an alias: appending to one sequence's tokens must
+		// not write into another's.
+		s.seqs[seq] = slices.Clone(s.seqs[best][:n])
+		st.AdoptedSeq, st.AdoptedTokens = best, n
+	}
+	if n == len(toks) && req.Op == "generate" {
 		n-- // the last token must be evaluated again to get its logits
 	}
 	if !s.lctx.KvCacheSeqRm(seq, n, -1) {
 		// Partial removal is not supported by this cache: start the sequence over.
-		s.lctx.KvCacheSeqRm(seq, 0, -1)
+		s.clearSeq(seq)
 		n = 0
 	}
-	s.cache[seq] = cached[:n]
+	s.seqs[seq] = s.seqs[seq][:n]
 	st.PromptTokens, st.CachedTokens, st.EvalTokens = len(toks), n, len(toks)-n
+	st.AdoptedTokens = min(st.AdoptedTokens, n)
 	if req.Op == "generate" {
 		plan := *st
 		s.reply(wire.Reply{Plan: &plan})
 	}
 
+	step := s.p.Batch
+	if req.Batch > 0 && req.Batch < step {
+		step = req.Batch
+	}
 	t = time.Now()
-	for i := n; i < len(toks); i += s.p.Batch {
+	defer func() {
+		st.PrefillMs = ms(time.Since(t))
+		st.LlamaMs = st.PrefillMs
+	}()
+	for i := n; i < len(toks); i += step {
 		if s.isCancelled() {
+			st.EvalTokens = i - n
 			return nil, errCancelled
 		}
 		s.batch.Clear()
-		end := min(i+s.p.Batch, len(toks))
+		end := min(i+step, len(toks))
 		for j := i; j < end; j++ {
-			s.batch.Add(toks[j], nil, j, j == len(toks)-1, seq)
+			s.batch.Add(toks[j], nil, j, j == len(toks)-1 && req.Op == "generate", seq)
 		}
-		if err := s.lctx.Decode(s.batch); err != nil {
+		if err := s.decode(seq, st); err != nil {
+			st.EvalTokens = i - n
+			if errors.Is(err, errCancelled) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("prefill: %w", err)
 		}
-		s.cache[seq] = append(s.cache[seq], toks[i:end]...)
+		s.seqs[seq] = append(s.seqs[seq], toks[i:end]...)
 	}
-	st.PrefillMs = ms(time.Since(t))
-	st.LlamaMs = st.PrefillMs
 	return toks, nil
+}
+
+// stateSave returns sequence req.Seq's KV state and tokens, inline or
+// written to req.Path.
+func (s *server) stateSave(req wire.Request) error {
+	if err := s.checkSeq(req.Seq); err != nil {
+		return err
+	}
+	if len(s.seqs[req.Seq]) == 0 {
+		return fmt.Errorf("state_save: sequence %d is empty", req.Seq)
+	}
+	t := time.Now()
+	data, err := stateGet(s.lctx, req.Seq)
+	if err != nil {
+		return err
+	}
+	r := wire.Reply{Tokens: s.seqs[req.Seq], Done: true}
+	if req.Path != "" {
+		if err := os.WriteFile(req.Path, data, 0o600); err != nil {
+			return fmt.Errorf("state_save: %w", err)
+		}
+	} else {
+		r.State = data
+	}
+	r.Stats = &wire.Stats{PromptTokens: len(r.Tokens), StateBytes: len(data), SaveMs: ms(time.Since(t))}
+	s.reply(r)
+	return nil
+}
+
+// stateLoad replaces sequence req.Seq's KV with a saved state holding
+// req.Tokens. The parent checked the bytes (engine/kv); here the state
+// must also cover exactly positions 0..len(Tokens)-1, or it is dropped.
+func (s *server) stateLoad(req wire.Request) error {
+	if err := s.checkSeq(req.Seq); err != nil {
+		return err
+	}
+	if len(req.Tokens) == 0 || len(req.Tokens) >= s.p.NumCtx {
+		return fmt.Errorf("state_load: %d tokens for a context of %d", len(req.Tokens), s.p.NumCtx)
+	}
+	t := time.Now()
+	data := req.State
+	if req.Path != "" {
+		var err error
+		if data, err = os.ReadFile(req.Path); err != nil {
+			return fmt.Errorf("state_load: %w", err)
+		}
+	}
+	seq := req.Seq
+	s.clearSeq(seq)
+	var st wire.Stats
+	for {
+		err := stateSet(s.lctx, seq, data)
+		if err == nil {
+			break
+		}
+		// No free cells is one reason llama.cpp rejects a state; make room once per other sequence.
+		if !errors.Is(err, errStateRejected) || !s.evict(seq) {
+			s.clearSeq(seq)
+			return fmt.Errorf("state_load: %w", err)
+		}
+		st.Evicted++
+	}
+	if lo, hi := seqPosRange(s.lctx, seq); lo != 0 || hi != len(req.Tokens)-1 {
+		s.clearSeq(seq)
+		return fmt.Errorf("state_load: the state holds positions %d..%d, not the %d tokens given", lo, hi, len(req.Tokens))
+	}
+	s.seqs[seq] = slices.Clone(req.Tokens)
+	st.PromptTokens, st.CachedTokens, st.Restored = len(req.Tokens), len(req.Tokens), true
+	st.StateBytes, st.RestoreMs = len(data), ms(time.Since(t))
+	s.reply(wire.Reply{Stats: &st, Done: true})
+	return nil
 }
 
 var errCancelled = errors.New("cancelled")
 
 func (s *server) generate(req wire.Request, at time.Time) error {
 	var st wire.Stats
-	toks, err := s.prefill(req, at, &st)
+	toks, err := s.prefill(req, &st)
 	if errors.Is(err, errCancelled) {
 		st.StopReason = "cancel"
 		s.reply(wire.Reply{Done: true, Stats: &st})
@@ -291,10 +521,13 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		}
 		s.batch.Clear()
 		s.batch.Add(tok, nil, pos, true, seq)
-		if err := s.lctx.Decode(s.batch); err != nil {
+		if err := s.decode(seq, &st); errors.Is(err, errCancelled) {
+			st.StopReason = "cancel"
+			break
+		} else if err != nil {
 			return fmt.Errorf("decode: %w", err)
 		}
-		s.cache[seq] = append(s.cache[seq], tok)
+		s.seqs[seq] = append(s.seqs[seq], tok)
 		pos++
 		idx = 0
 	}

@@ -1,18 +1,40 @@
 // Package wire is the protocol between the engine (parent) and a model
 // runner (child process): one JSON object per line, requests on the runner's
 // stdin, replies on its stdout. The runner serves one request at a time; a
-// "cancel" line may arrive while a generation streams. It is a leaf package
-// so that the runner and the engine share it without importing each other.
+// "cancel" line may arrive while a request runs. It is a leaf package so that
+// the runner and the engine share it without importing each other.
+//
+// Ops:
+//
+//	load        Load → Done
+//	tokenize    Text, Special → Tokens
+//	probe       Text → Tokens, Stats (PromptTokens, and in CachedTokens/AdoptedSeq
+//	            the longest prefix of Text held by any sequence); evaluates nothing
+//	prefill     Text, Seq, Batch → Stats. A cancel stops it between micro-batches
+//	            and keeps what was evaluated (StopReason "cancel").
+//	generate    Text, Seq, Sampling, MaxTokens, Stop → Plan, Piece…, Stats
+//	state_save  Seq[, Path] → Tokens, State (or the bytes written to Path), Stats
+//	state_load  Seq, Tokens, State (or Path) → Stats (Restored, RestoreMs)
+//	seq_clear   Seq → Done
+//	seqs        → SeqTokens (tokens held per sequence)
+//	embed       Texts → Vectors
+//	rerank      Query, Texts → Scores
+//	cancel      ID of the request to stop
 package wire
 
 // LoadParams configures the model a runner loads.
 type LoadParams struct {
-	Path      string `json:"path"`
-	NumCtx    int    `json:"num_ctx"`
-	Batch     int    `json:"batch"`
-	Seqs      int    `json:"seqs"`
-	Threads   int    `json:"threads"`
-	GPULayers int    `json:"gpu_layers"`
+	Path string `json:"path"`
+	// NumCtx is the most tokens one sequence may hold (prompt and answer).
+	NumCtx int `json:"num_ctx"`
+	// KVCells is the size of the KV cache all sequences share (0: NumCtx).
+	// With Seqs > 1 the cache is unified: a sequence may use any free cell,
+	// and cells copied between sequences are shared, not duplicated.
+	KVCells   int `json:"kv_cells,omitempty"`
+	Batch     int `json:"batch"`
+	Seqs      int `json:"seqs"`
+	Threads   int `json:"threads"`
+	GPULayers int `json:"gpu_layers"`
 	// FlashAttention is "auto", "on" or "off".
 	FlashAttention string `json:"flash_attention"`
 	// Pooling is the GGUF pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank),
@@ -31,19 +53,30 @@ type Sampling struct {
 // Request is one line sent to a runner.
 type Request struct {
 	ID uint64 `json:"id"`
-	Op string `json:"op"` // load, tokenize, prefill, generate, embed, rerank, cancel
+	Op string `json:"op"` // see the package comment
 
 	Load *LoadParams `json:"load,omitempty"`
 
-	Text    string   `json:"text,omitempty"`    // tokenize, prefill, generate: a rendered prompt
+	Text    string   `json:"text,omitempty"`    // tokenize, probe, prefill, generate: a rendered prompt
 	Special bool     `json:"special,omitempty"` // tokenize: parse control tokens
 	Texts   []string `json:"texts,omitempty"`   // embed, rerank (documents)
 	Query   string   `json:"query,omitempty"`   // rerank
 
-	Seq       int      `json:"seq,omitempty"`
+	// Seq is the sequence a prefill, generate or state op works on.
+	Seq int `json:"seq,omitempty"`
+	// Batch, if smaller than the loaded batch, is the prefill's micro-batch:
+	// a cancel is noticed between micro-batches.
+	Batch     int      `json:"batch,omitempty"`
 	Sampling  Sampling `json:"sampling"`
 	MaxTokens int      `json:"max_tokens,omitempty"`
 	Stop      []string `json:"stop,omitempty"`
+
+	// state_load: the tokens the state holds and the state itself, inline
+	// (base64 in JSON) or in the file at Path. state_save writes to Path
+	// when it is set.
+	Tokens []int  `json:"tokens,omitempty"`
+	State  []byte `json:"state,omitempty"`
+	Path   string `json:"path,omitempty"`
 }
 
 // Reply is one line sent back by a runner. A streamed generation sends
@@ -51,21 +84,30 @@ type Request struct {
 type Reply struct {
 	Error string `json:"error,omitempty"`
 
-	Tokens  []int       `json:"tokens,omitempty"`
-	Piece   string      `json:"piece,omitempty"`
-	Done    bool        `json:"done,omitempty"`
-	Stats   *Stats      `json:"stats,omitempty"`
-	Plan    *Stats      `json:"plan,omitempty"` // sent before prefill: prompt, cached and eval tokens
-	Vectors [][]float32 `json:"vectors,omitempty"`
-	Scores  []float32   `json:"scores,omitempty"`
+	Tokens    []int       `json:"tokens,omitempty"`
+	Piece     string      `json:"piece,omitempty"`
+	Done      bool        `json:"done,omitempty"`
+	Stats     *Stats      `json:"stats,omitempty"`
+	Plan      *Stats      `json:"plan,omitempty"` // sent before prefill: prompt, cached and eval tokens
+	Vectors   [][]float32 `json:"vectors,omitempty"`
+	Scores    []float32   `json:"scores,omitempty"`
+	State     []byte      `json:"state,omitempty"`      // state_save without Path
+	SeqTokens []int       `json:"seq_tokens,omitempty"` // seqs
 }
 
 // Stats reports what one prefill or generation cost. Times are milliseconds.
 type Stats struct {
 	PromptTokens int `json:"prompt_tokens"`
-	CachedTokens int `json:"cached_tokens"` // reused from the KV cache
-	EvalTokens   int `json:"eval_tokens"`   // evaluated now
-	DecodeTokens int `json:"decode_tokens"` // generated
+	// CachedTokens were reused from the KV cache: the sequence's own, or
+	// AdoptedTokens copied from sequence AdoptedSeq (a speculative prefill,
+	// say). AdoptedTokens is 0 when nothing was adopted.
+	CachedTokens  int `json:"cached_tokens"`
+	AdoptedSeq    int `json:"adopted_seq"`
+	AdoptedTokens int `json:"adopted_tokens"`
+	EvalTokens    int `json:"eval_tokens"`   // evaluated now
+	DecodeTokens  int `json:"decode_tokens"` // generated
+	// Evicted counts sequences cleared to make room in a full KV cache.
+	Evicted int `json:"evicted,omitempty"`
 
 	TokenizeMs    float64 `json:"tokenize_ms"`
 	PrefillMs     float64 `json:"prefill_ms"`
@@ -77,9 +119,18 @@ type Stats struct {
 	// first token; the rest of TTFT is the engine's own overhead.
 	LlamaMs float64 `json:"llama_ms"`
 
+	// KV state transfers (state_save, state_load, and Warm through a store).
+	// Restored says the tokens came from a saved state, not a prefill;
+	// RestoreMs and SaveMs are the runner's llama.cpp calls plus transfer,
+	// StateBytes the size of the state.
+	Restored   bool    `json:"restored,omitempty"`
+	RestoreMs  float64 `json:"restore_ms,omitempty"`
+	SaveMs     float64 `json:"save_ms,omitempty"`
+	StateBytes int     `json:"state_bytes,omitempty"`
+
 	// Filled in by the parent.
 	QueueMs     float64 `json:"queue_ms"`
 	RunnerRTTMs float64 `json:"runner_rtt_ms"` // client-observed TTFT minus runner TTFT
 	ClientTTFT  float64 `json:"client_ttft_ms"`
-	StopReason  string  `json:"stop_reason"` // eos, stop, length, cancel
+	StopReason  string  `json:"stop_reason"` // eos, stop, length, cancel, preempted, superseded
 }

@@ -1,0 +1,402 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lore/engine"
+	"lore/engine/kv"
+	"lore/engine/synth"
+)
+
+func openWith(t testing.TB, opt engine.Options) *engine.Model {
+	t.Helper()
+	if opt.Runner == "" {
+		opt.Runner = os.Args[0]
+	}
+	if opt.Threads == 0 {
+		opt.Threads = 2
+	}
+	if opt.NumCtx == 0 {
+		opt.NumCtx = 1024
+	}
+	m, err := engine.Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// passages returns n lines of varied prose, like retrieved chunks.
+func passages(n int) string {
+	subjects := []string{"the river market", "a small garden", "the old library", "the students", "a report about energy"}
+	verbs := []string{"opened before", "was built near", "wrote about", "stood beside", "was moved to"}
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "Passage %d: %s %s %s in the year %d.\n", i+1, subjects[i%5], verbs[(i/5)%5], subjects[(i+2)%5], 1900+i)
+	}
+	return b.String()
+}
+
+// ragPrompt is a chat prompt with the passages in the system turn; draft is
+// the part before the question, what the UI prefetches while the user types.
+func ragPrompt(t testing.TB, m *engine.Model, n int, question string) (draft, prompt string) {
+	t.Helper()
+	draft, err := m.Template().Prefix("You answer from the library.\n" + passages(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, err = m.Template().Render([]engine.Message{
+		{Role: "system", Content: "You answer from the library.\n" + passages(n)},
+		{Role: "user", Content: question}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(prompt, draft) {
+		t.Fatalf("the draft is not a prefix of the prompt:\n%q\n%q", draft, prompt)
+	}
+	return draft, prompt
+}
+
+func TestPrefetchAdopted(t *testing.T) {
+	chat, _ := models(t)
+	m := openWith(t, engine.Options{Path: chat})
+	draft, prompt := ragPrompt(t, m, 12, question)
+	// The answer sequence holds an unrelated conversation.
+	generate(t, m, "an earlier question about something else", 4)
+
+	pst, err := m.Prefetch(context.Background(), draft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pst.EvalTokens < 100 || pst.StopReason != "" {
+		t.Fatalf("prefetch: %+v", pst)
+	}
+	// The same draft again: nothing to do.
+	if again, err := m.Prefetch(context.Background(), draft); err != nil || again.EvalTokens != 0 {
+		t.Fatalf("repeated prefetch evaluated %d tokens (err %v)", again.EvalTokens, err)
+	}
+	out, _, st := generate(t, m, prompt, 12)
+	if st.AdoptedSeq != engine.SeqSpeculative || st.AdoptedTokens < pst.PromptTokens-1 {
+		t.Errorf("adopted %d tokens from sequence %d, want ≥ %d from the speculative one", st.AdoptedTokens, st.AdoptedSeq, pst.PromptTokens-1)
+	}
+	if st.CachedTokens != st.AdoptedTokens || st.EvalTokens != st.PromptTokens-st.CachedTokens {
+		t.Errorf("token counts: %+v", st)
+	}
+	cold := openWith(t, engine.Options{Path: chat})
+	coldOut, _, cst := generate(t, cold, prompt, 12)
+	if cst.CachedTokens != 0 || cst.AdoptedTokens != 0 {
+		t.Errorf("cold run reused %d tokens", cst.CachedTokens)
+	}
+	if out != coldOut {
+		t.Errorf("adopted run %q differs from cold run %q", out, coldOut)
+	}
+	// Both sequences still hold their tokens (the cells are shared).
+	n, err := m.SeqTokens(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n) != 3 || n[engine.SeqSpeculative] != pst.PromptTokens || n[engine.SeqAnswer] < st.PromptTokens {
+		t.Errorf("sequence tokens %v; prefetch %d, prompt %d", n, pst.PromptTokens, st.PromptTokens)
+	}
+	// A prefetch adopts from the answer sequence in turn: only the new tail is evaluated.
+	draft2, _ := ragPrompt(t, m, 13, question)
+	if st2, err := m.Prefetch(context.Background(), draft2); err != nil || st2.AdoptedSeq != engine.SeqAnswer || st2.EvalTokens > st2.PromptTokens/4 {
+		t.Errorf("second prefetch: %+v (err %v)", st2, err)
+	}
+}
+
+func TestPrefetchNeedsSequences(t *testing.T) {
+	chat, _ := models(t)
+	m := openWith(t, engine.Options{Path: chat, Seqs: 1})
+	if _, err := m.Prefetch(context.Background(), "text"); !errors.Is(err, engine.ErrNoSpeculative) {
+		t.Fatalf("err = %v, want ErrNoSpeculative", err)
+	}
+}
+
+func TestStateSaveLoad(t *testing.T) {
+	chat, _ := models(t)
+	ctx := context.Background()
+	a := openWith(t, engine.Options{Path: chat})
+	draft, prompt := ragPrompt(t, a, 8, question)
+	pst, err := a.Prefill(ctx, draft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, sst, err := a.SaveState(ctx, engine.SeqAnswer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Tokens) != pst.PromptTokens || len(s.Data) == 0 || sst.StateBytes != len(s.Data) {
+		t.Fatalf("state of %d tokens, %d bytes; prefill had %d tokens", len(s.Tokens), len(s.Data), pst.PromptTokens)
+	}
+	want, _, _ := generate(t, openWith(t, engine.Options{Path: chat}), prompt, 12)
+
+	for _, seq := range []int{engine.SeqAnswer, engine.SeqScratch} {
+		t.Run(fmt.Sprint("seq=", seq), func(t *testing.T) {
+			b := openWith(t, engine.Options{Path: chat})
+			lst, err := b.LoadState(ctx, seq, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !lst.Restored || lst.CachedTokens != len(s.Tokens) {
+				t.Errorf("load: %+v", lst)
+			}
+			got, _, st := generate(t, b, prompt, 12)
+			if st.CachedTokens < len(s.Tokens)-1 {
+				t.Errorf("generate after load reused %d of %d tokens", st.CachedTokens, len(s.Tokens))
+			}
+			if seq != engine.SeqAnswer && (st.AdoptedSeq != seq || st.AdoptedTokens != st.CachedTokens) {
+				t.Errorf("adopted %d tokens from %d, want them from %d", st.AdoptedTokens, st.AdoptedSeq, seq)
+			}
+			if got != want {
+				t.Errorf("after restore %q, without %q", got, want)
+			}
+		})
+	}
+
+	// A state whose tokens do not match its positions is refused, and the
+	// runner carries on.
+	b := openWith(t, engine.Options{Path: chat})
+	short := engine.State{Tokens: s.Tokens[:len(s.Tokens)-3], Data: s.Data}
+	if _, err := b.LoadState(ctx, engine.SeqAnswer, short); err == nil {
+		t.Error("state loaded with the wrong token count")
+	}
+	if n, err := b.SeqTokens(ctx); err != nil || n[engine.SeqAnswer] != 0 {
+		t.Errorf("after a refused load: %v, %v", n, err)
+	}
+	if got, _, _ := generate(t, b, prompt, 12); got != want {
+		t.Errorf("after a refused load %q, want %q", got, want)
+	}
+}
+
+func TestWarmFromStore(t *testing.T) {
+	chat, _ := models(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := func() *kv.Store {
+		s, err := kv.Open(kv.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s1 := store()
+	m := openWith(t, engine.Options{Path: chat, KV: s1})
+	prefix, prompt := ragPrompt(t, m, 6, question)
+	want, _, _ := generate(t, openWith(t, engine.Options{Path: chat}), prompt, 12)
+
+	st, err := m.Warm(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Restored || st.EvalTokens != st.PromptTokens || st.StateBytes == 0 {
+		t.Fatalf("first warm: %+v", st)
+	}
+	if ss := s1.Stats(); ss.DiskFiles != 1 {
+		t.Fatalf("store after the first warm: %+v", ss)
+	}
+	// Warm again on the live runner: the prefix is in the cache already.
+	if st, err := m.Warm(ctx, prefix); err != nil || st.Restored || st.EvalTokens != 0 {
+		t.Errorf("second warm: %+v, %v", st, err)
+	}
+	m.Close()
+
+	// A restarted app: a new store over the same folder and a new model.
+	m2 := openWith(t, engine.Options{Path: chat, KV: store()})
+	st2, err := m2.Warm(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st2.Restored || st2.EvalTokens != 0 || st2.CachedTokens != st.PromptTokens || st2.RestoreMs <= 0 {
+		t.Fatalf("warm after restart: %+v", st2)
+	}
+	got, _, gst := generate(t, m2, prompt, 12)
+	if gst.CachedTokens < st.PromptTokens-1 || got != want {
+		t.Errorf("after restore: cached %d, output %q, want %q", gst.CachedTokens, got, want)
+	}
+
+	// A restarted runner re-warms from the store.
+	syscall.Kill(m2.RunnerPID(), syscall.SIGKILL)
+	for m2.RunnerPID() != 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	got, _, gst = generate(t, m2, prompt, 12)
+	if ws := m2.WarmStats(); !ws.Restored || gst.CachedTokens < st.PromptTokens-1 || got != want {
+		t.Errorf("after a runner restart: warm %+v, cached %d, output %q", ws, gst.CachedTokens, got)
+	}
+
+	// A corrupted file is discarded, the prefix prefilled and saved again.
+	files, _ := filepath.Glob(filepath.Join(dir, "*.kvs"))
+	if len(files) != 1 {
+		t.Fatalf("state files %v", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	b[len(b)/2] ^= 0x40
+	os.WriteFile(files[0], b, 0o600)
+	s3 := store()
+	m3 := openWith(t, engine.Options{Path: chat, KV: s3})
+	st3, err := m3.Warm(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st3.Restored || st3.EvalTokens != st.PromptTokens || s3.Stats().Discarded != 1 {
+		t.Errorf("warm over a corrupt file: %+v, store %+v", st3, s3.Stats())
+	}
+	if got, _, _ := generate(t, m3, prompt, 12); got != want {
+		t.Errorf("after rebuilding: %q, want %q", got, want)
+	}
+	m4 := openWith(t, engine.Options{Path: chat, KV: store()})
+	if st4, err := m4.Warm(ctx, prefix); err != nil || !st4.Restored {
+		t.Errorf("warm from the rebuilt file: %+v, %v", st4, err)
+	}
+
+	// Other context settings do not use the file.
+	m5 := openWith(t, engine.Options{Path: chat, KV: store(), NumCtx: 512})
+	if st5, err := m5.Warm(ctx, prefix); err != nil || st5.Restored {
+		t.Errorf("warm with another context size: %+v, %v", st5, err)
+	}
+}
+
+var (
+	bigOnce sync.Once
+	bigPath string
+	bigErr  error
+)
+
+// bigModel is the 0.5b synthetic chat model: slow enough (hundreds of
+// tokens a second on two cores) for a prefill to be interrupted.
+func bigModel(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("writes and runs a 0.5b model")
+	}
+	models(t)
+	bigOnce.Do(func() {
+		bigPath = filepath.Join(modelsDir, "chat-0.5b.gguf")
+		bigErr = synth.Write(bigPath, synth.Options{Shape: "0.5b", Seed: 4})
+	})
+	if bigErr != nil {
+		t.Fatal(bigErr)
+	}
+	return bigPath
+}
+
+func TestPrefetchPreempted(t *testing.T) {
+	path := bigModel(t)
+	ctx := context.Background()
+	m := openWith(t, engine.Options{Path: path, NumCtx: 2048})
+	draft, prompt := ragPrompt(t, m, 25, question)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A full prefetch, for the time a whole one takes.
+	full, err := m.Prefetch(ctx, draft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.EvalTokens < 400 {
+		t.Fatalf("draft of %d tokens: too short for this test", full.EvalTokens)
+	}
+	if err := m.ClearSeq(ctx, engine.SeqSpeculative); err != nil {
+		t.Fatal(err)
+	}
+
+	// Again, interrupted by a question a quarter of the way in (or sooner,
+	// should this run be much faster than the first: the machine is shared).
+	type result struct {
+		st  engine.Stats
+		err error
+	}
+	var r result
+	var st engine.Stats
+	for _, frac := range []float64{4, 16, 64} {
+		if err := m.ClearSeq(ctx, engine.SeqSpeculative); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan result, 1)
+		go func() {
+			st, err := m.Prefetch(ctx, draft)
+			done <- result{st, err}
+		}()
+		for !m.QueueStats().Busy {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Duration(full.PrefillMs/frac) * time.Millisecond)
+		_, _, st = generate(t, m, "a question about something else entirely", 4)
+		if r = <-done; r.err == nil {
+			continue // finished before the question came
+		}
+		break
+	}
+	if !errors.Is(r.err, engine.ErrPreempted) || r.st.StopReason != "preempted" {
+		t.Fatalf("prefetch: err %v, stats %+v; want ErrPreempted", r.err, r.st)
+	}
+	if r.st.EvalTokens == 0 || r.st.EvalTokens >= full.EvalTokens {
+		t.Fatalf("preempted prefetch evaluated %d of %d tokens", r.st.EvalTokens, full.EvalTokens)
+	}
+	// Bounds from the interrupted run's own speed: without preemption the
+	// question would wait for the rest of the prefetch; with it, for at
+	// most the micro-batch in flight (in practice less: the decode aborts).
+	perToken := r.st.PrefillMs / float64(r.st.EvalTokens)
+	rest, microBatch := perToken*float64(full.EvalTokens-r.st.EvalTokens), perToken*32
+	t.Logf("question waited %.1f ms; the prefetch stopped after %d of %d tokens (rest ≈ %.0f ms, micro-batch ≈ %.0f ms)",
+		st.QueueMs, r.st.EvalTokens, full.EvalTokens, rest, microBatch)
+	if st.QueueMs > rest/2 || st.QueueMs > 2*microBatch {
+		t.Errorf("question waited %.0f ms behind a prefetch: more than two micro-batches (%.0f ms each) or half the rest (%.0f ms)",
+			st.QueueMs, microBatch, rest)
+	}
+	// The partial prefix is kept, and the next prompt adopts it.
+	n, err := m.SeqTokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n[engine.SeqSpeculative] != r.st.CachedTokens+r.st.EvalTokens {
+		t.Errorf("speculative sequence holds %d tokens, the prefetch evaluated %d after %d cached", n[engine.SeqSpeculative], r.st.EvalTokens, r.st.CachedTokens)
+	}
+	_, _, gst := generate(t, m, prompt, 2)
+	if gst.AdoptedSeq != engine.SeqSpeculative || gst.AdoptedTokens < r.st.EvalTokens {
+		t.Errorf("generate adopted %d tokens from %d; the partial prefetch held %d", gst.AdoptedTokens, gst.AdoptedSeq, n[engine.SeqSpeculative])
+	}
+}
+
+func TestPrefetchSuperseded(t *testing.T) {
+	path := bigModel(t)
+	ctx := context.Background()
+	m := openWith(t, engine.Options{Path: path, NumCtx: 2048})
+	draft, _ := ragPrompt(t, m, 25, question)
+	newer, _ := ragPrompt(t, m, 3, "another question")
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var old engine.Stats
+	go func() {
+		var err error
+		old, err = m.Prefetch(ctx, draft)
+		done <- err
+	}()
+	for !m.QueueStats().Busy {
+		time.Sleep(time.Millisecond)
+	}
+	st, err := m.Prefetch(ctx, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, engine.ErrSuperseded) || old.StopReason != "superseded" {
+		t.Fatalf("older prefetch: err %v, stats %+v; want ErrSuperseded", err, old)
+	}
+	if n, _ := m.SeqTokens(ctx); n[engine.SeqSpeculative] != st.PromptTokens {
+		t.Errorf("speculative sequence holds %d tokens, want the newer draft's %d", n[engine.SeqSpeculative], st.PromptTokens)
+	}
+}
