@@ -75,6 +75,25 @@ func BenchmarkParseChunk(b *testing.B) {
 	b.ReportMetric(float64(chunks)/float64(files), "chunks/file")
 }
 
+// BenchmarkSplitPathological reports chunking throughput on each shape at
+// 20 MB (the size of the Markdown file that once hung indexing).
+// go test -run '^$' -bench SplitPathological -benchtime 1x ./index/chunk
+func BenchmarkSplitPathological(b *testing.B) {
+	for _, sh := range shapes() {
+		b.Run(sh.name, func(b *testing.B) {
+			doc := shapeDoc(sh.make(20 << 20))
+			b.SetBytes(int64(len(doc.Sections[0].Text)))
+			cpu0 := cpuTime()
+			n := 0
+			for b.Loop() {
+				n = len(Split(doc, Options{}))
+			}
+			b.ReportMetric(float64(b.N)*float64(len(doc.Sections[0].Text))/1e6/(cpuTime()-cpu0), "MB/cpu-s")
+			b.ReportMetric(float64(n), "chunks")
+		})
+	}
+}
+
 // cpuTime is the process's user+system CPU seconds so far.
 func cpuTime() float64 {
 	var ru syscall.Rusage

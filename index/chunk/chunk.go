@@ -10,9 +10,16 @@
 // the first in a section starts with the last Overlap tokens of the one
 // before, from a sentence start where one is close enough. Every chunk's text
 // is a contiguous slice of its section's text, so its lines are exact.
+//
+// Splitting is linear in the input, up to a log factor, whatever its shape:
+// a 20 MB line of minified code, a megabyte-long word or unspaced text cost
+// about what prose of the same size does.
 package chunk
 
 import (
+	"context"
+	"iter"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -55,26 +62,45 @@ type Chunk struct {
 // and long identifiers or URLs are not undercounted.
 func Approx(s string) int {
 	words, run := 0, 0
-	end := func() {
-		if run > 0 {
-			words += (run + 7) / 8
-			run = 0
+	for i := 0; i < len(s); {
+		// ASCII is most text, and the only thing in minified code or data:
+		// no decoding, no Unicode tables.
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			if !asciiSpace[c] {
+				run++
+			} else if run > 0 {
+				words += (run + 7) / 8
+				run = 0
+			}
+			continue
 		}
-	}
-	for _, r := range s {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
 		switch {
 		case unicode.IsSpace(r):
-			end()
+			if run > 0 {
+				words += (run + 7) / 8
+				run = 0
+			}
 		case isCJK(r):
-			end()
+			if run > 0 {
+				words += (run + 7) / 8
+				run = 0
+			}
 			words++
 		default:
 			run++
 		}
 	}
-	end()
+	if run > 0 {
+		words += (run + 7) / 8
+	}
 	return (words*4 + 1) / 3 // rounded to nearest
 }
+
+// asciiSpace holds the ASCII characters unicode.IsSpace reports.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 func isCJK(r rune) bool {
 	return r >= 0x2E80 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
@@ -83,6 +109,13 @@ func isCJK(r rune) bool {
 
 // Split cuts doc into chunks. The result depends only on doc and opt.
 func Split(doc *parse.Doc, opt Options) []Chunk {
+	out, _ := SplitContext(context.Background(), doc, opt)
+	return out
+}
+
+// SplitContext is Split that gives up when ctx is done, returning ctx's
+// cause: a caller can bound the time one document may take.
+func SplitContext(ctx context.Context, doc *parse.Doc, opt Options) ([]Chunk, error) {
 	if opt.Target <= 0 {
 		opt.Target = DefaultTarget
 	}
@@ -98,13 +131,20 @@ func Split(doc *parse.Doc, opt Options) []Chunk {
 	}
 	var out []Chunk
 	for _, s := range mergeHeadings(doc.Sections, opt.Count) {
-		sp := &splitter{opt: opt, sec: s, text: s.Text}
-		for _, c := range sp.split() {
+		sp := &splitter{ctx: ctx, opt: opt, sec: s, text: s.Text}
+		chunks := sp.split()
+		if sp.err != nil {
+			return nil, sp.err
+		}
+		for _, c := range chunks {
 			c.Ordinal = len(out)
 			out = append(out, c)
 		}
 	}
-	return out
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	return out, nil
 }
 
 // mergeHeadings carries a section that is no more than a short heading into
@@ -143,70 +183,134 @@ type unit struct {
 	tokens     int
 }
 
+// splitter packs one section's units into chunks as the units are cut, so
+// that what it holds at any time is one chunk's worth of units rather than
+// every unit of the section: a 20 MB file of one-word lines is ten million
+// units.
 type splitter struct {
-	opt   Options
-	sec   parse.Section
-	text  string
-	nl    []int // offsets of '\n' in text
-	units []unit
+	ctx  context.Context
+	err  error // ctx's cause once it is done: every loop then ends early
+	opt  Options
+	sec  parse.Section
+	text string
+	out  []Chunk
+
+	// The chunk being packed: its units, the offset it starts at (its first
+	// unit's or the overlap's) and the tokens summed so far.
+	pending []unit
+	start   int
+	sum     int
+	// Where the next chunk's overlap starts and its tokens; -1: none.
+	ovStart, ovTokens int
+	// Newlines counted so far for chunk starts and ends, which only move
+	// forward.
+	startLines, endLines lineCursor
 }
 
 func (s *splitter) count(start, end int) int { return s.opt.Count(s.text[start:end]) }
 
+// stopped reports whether the context is done. An atomic load: cheap next to
+// the token count every caller does per iteration.
+func (s *splitter) stopped() bool {
+	if s.err == nil && s.ctx.Err() != nil {
+		s.err = context.Cause(s.ctx)
+	}
+	return s.err != nil
+}
+
 func (s *splitter) split() []Chunk {
-	for i := 0; i < len(s.text); i++ {
-		if s.text[i] == '\n' {
-			s.nl = append(s.nl, i)
+	s.ovStart = -1
+	for start, end := range paragraphs(s.text) {
+		if s.stopped() {
+			return nil
 		}
+		s.cut(start, end, levelPara)
 	}
-	for _, p := range paragraphs(s.text) {
-		s.cut(p[0], p[1], levelPara)
+	for len(s.pending) > 0 && !s.stopped() {
+		s.emit(false)
 	}
-	var out []Chunk
-	target := s.opt.Target
-	ovStart, ovTokens := -1, 0
-	for i := 0; i < len(s.units); {
-		start, sum := s.units[i].start, 0
-		if ovStart >= 0 && ovTokens+s.units[i].tokens <= target {
-			start, sum = ovStart, ovTokens
+	return s.out
+}
+
+// push adds the next unit to the chunk being packed: whole units are packed
+// up to the target, and a unit that does not fit closes the chunk first.
+func (s *splitter) push(u unit) {
+	if s.stopped() {
+		return
+	}
+	switch {
+	case len(s.pending) == 0:
+		s.start, s.sum = u.start, 0
+		if s.ovStart >= 0 && s.ovTokens+u.tokens <= s.opt.Target {
+			s.start, s.sum = s.ovStart, s.ovTokens
 		}
-		j := i
-		for j < len(s.units) && (j == i || sum+s.units[j].tokens <= target) {
-			sum += s.units[j].tokens
-			j++
-		}
-		// Token counts need not add up exactly (a real tokenizer, rounding):
-		// check the chunk as a whole and give back units while it is over.
-		n := s.count(start, s.units[j-1].end)
-		for n > target && j-1 > i {
+	case s.sum+u.tokens > s.opt.Target:
+		s.emit(true)
+		s.push(u)
+		return
+	}
+	s.sum += u.tokens
+	s.pending = append(s.pending, u)
+}
+
+// emit makes a chunk of the pending units, or of as many of them as fit;
+// the rest are packed again after it. more says whether units follow.
+func (s *splitter) emit(more bool) {
+	p, start, target := s.pending, s.start, s.opt.Target
+	// Token counts need not add up exactly (a real tokenizer, rounding):
+	// check the chunk as a whole and give back units while it is over.
+	// Counts grow with the text, so the most units that fit are found by
+	// bisection: many tiny units (one word per line) would otherwise be
+	// given back one count of the whole chunk at a time.
+	j := len(p)
+	n := s.count(start, p[j-1].end)
+	if n > target && j > 1 {
+		over := func(m int) bool { return s.count(start, p[m-1].end) > target }
+		// The smallest m in (1, j] that is over; m-1 is the most that fit.
+		j = 1 + sort.Search(j-2, func(k int) bool { return over(2 + k) })
+		n = s.count(start, p[j-1].end)
+		for n > target && j > 1 { // a count that does not grow with the text
 			j--
-			n = s.count(start, s.units[j-1].end)
-		}
-		if n > target && start != s.units[i].start {
-			start = s.units[i].start
-			n = s.count(start, s.units[j-1].end)
-		}
-		end := s.units[j-1].end
-		out = append(out, s.chunk(start, end, n))
-		i = j
-		ovStart = -1
-		if i < len(s.units) && s.opt.Overlap > 0 {
-			ovStart, ovTokens = s.tail(start, end)
+			n = s.count(start, p[j-1].end)
 		}
 	}
-	return out
+	if n > target && start != p[0].start {
+		start = p[0].start
+		n = s.count(start, p[j-1].end)
+	}
+	end := p[j-1].end
+	s.out = append(s.out, s.chunk(start, end, n))
+	rest := slices.Clone(p[j:])
+	s.pending = s.pending[:0]
+	s.ovStart = -1
+	if (more || len(rest) > 0) && s.opt.Overlap > 0 {
+		s.ovStart, s.ovTokens = s.tail(start, end)
+	}
+	for _, u := range rest {
+		s.push(u)
+	}
 }
 
 func (s *splitter) chunk(start, end, tokens int) Chunk {
 	c := Chunk{Text: s.text[start:end], Heading: s.sec.Heading, Tokens: tokens, Page: s.sec.Page}
 	if s.sec.LineStart > 0 {
-		c.LineStart = s.sec.LineStart + s.linesBefore(start)
-		c.LineEnd = s.sec.LineStart + s.linesBefore(end-1)
+		c.LineStart = s.sec.LineStart + s.startLines.at(s.text, start)
+		c.LineEnd = s.sec.LineStart + s.endLines.at(s.text, end-1)
 	}
 	return c
 }
 
-func (s *splitter) linesBefore(off int) int { return sort.SearchInts(s.nl, off) }
+// lineCursor counts the newlines before an offset that only moves forward.
+type lineCursor struct{ off, lines int }
+
+func (c *lineCursor) at(text string, off int) int {
+	if off < c.off {
+		*c = lineCursor{}
+	}
+	c.lines += strings.Count(text[c.off:off], "\n")
+	c.off = off
+	return c.lines
+}
 
 // tail picks where the next chunk's overlap starts within [start, end): the
 // longest run of whole words from the end that fits in Overlap tokens,
@@ -266,7 +370,9 @@ func sentenceStart(text string, i int) bool {
 	if strings.Contains(text[j:i], "\n\n") || j == 0 {
 		return true
 	}
-	for j > 0 {
+	// Only a few closers can follow a sentence end: a long run of them
+	// (deeply nested brackets) is not walked back over for every candidate.
+	for k := 0; j > 0 && k < maxClosers; k++ {
 		r, n := utf8.DecodeLastRuneInString(text[:j])
 		if !strings.ContainsRune(closers, r) {
 			return strings.ContainsRune(enders, r)
@@ -275,6 +381,8 @@ func sentenceStart(text string, i int) bool {
 	}
 	return false
 }
+
+const maxClosers = 16
 
 const (
 	enders  = ".!?…。！？"
@@ -293,12 +401,20 @@ const (
 // cut adds [start, end) as one unit if it fits in a chunk, or cut at the
 // next finer level.
 func (s *splitter) cut(start, end, level int) {
-	n := s.count(start, end)
-	if n <= s.opt.Target {
-		s.units = append(s.units, unit{start, end, n})
+	if s.stopped() {
 		return
 	}
-	var parts [][2]int
+	n := s.count(start, end)
+	if n <= s.opt.Target {
+		s.push(unit{start, end, n})
+		return
+	}
+	s.cutOver(start, end, level)
+}
+
+// cutOver cuts [start, end), known to be over the target, at level.
+func (s *splitter) cutOver(start, end, level int) {
+	var parts iter.Seq2[int, int]
 	switch level {
 	case levelPara:
 		parts = sentences(s.text, start, end)
@@ -307,111 +423,170 @@ func (s *splitter) cut(start, end, level int) {
 	case levelLine:
 		parts = splitAt(s.text, start, end, isSpaceByte)
 	default:
-		s.cutRunes(start, end)
+		s.cutRunes(start, end, s.push)
 		return
 	}
-	if len(parts) == 1 { // no boundary of this kind inside
-		s.cut(start, end, level+1)
-		return
+	// Parts are cut as they are found; the first waits until a second shows
+	// that there is a boundary of this kind inside at all.
+	var first [2]int
+	k := 0
+	for a, b := range parts {
+		if s.stopped() {
+			return
+		}
+		switch k++; k {
+		case 1:
+			first = [2]int{a, b}
+			continue
+		case 2:
+			s.cut(first[0], first[1], level+1)
+		}
+		s.cut(a, b, level+1)
 	}
-	for _, p := range parts {
-		s.cut(p[0], p[1], level+1)
+	if k == 1 { // no boundary of this kind inside
+		s.cutOver(start, end, level+1)
 	}
 }
 
 // cutRunes cuts a single overlong word into the longest prefixes that fit
 // in a chunk beside the overlap.
-func (s *splitter) cutRunes(start, end int) {
+//
+// Each prefix is found by an exponential search around the length of the
+// one before (pieces of one word tend to be alike), then bisection: that
+// costs a few counts of about the prefix found, so a word of any length is
+// cut in linear time. Bisecting all that is left of the word, as a plain
+// search would, made a 20 MB line quadratic.
+func (s *splitter) cutRunes(start, end int, emit func(unit)) {
 	budget := s.opt.Target - s.opt.Overlap
+	var bounds []int // rune ends after start, as far as the search reached
+	guess := 64      // runes in the previous piece
 	for start < end {
-		var bounds []int // rune ends after start
-		for i := start; i < end; {
-			_, n := utf8.DecodeRuneInString(s.text[i:end])
-			i += n
-			bounds = append(bounds, i)
+		if s.stopped() {
+			return
 		}
-		k := sort.Search(len(bounds), func(k int) bool { return s.count(start, bounds[k]) > budget })
+		bounds = bounds[:0]
+		pos := start
+		extend := func(n int) {
+			for len(bounds) < n && pos < end {
+				_, w := utf8.DecodeRuneInString(s.text[pos:end])
+				pos += w
+				bounds = append(bounds, pos)
+			}
+		}
+		over := func(k int) bool { return s.count(start, bounds[k]) > budget }
+		// Find lo <= hi with bounds[:lo] known to fit and bounds[hi] known to
+		// be over, or hi == len(bounds) when the rest of the word fits.
+		extend(guess + 1)
+		lo, hi := 0, min(guess, len(bounds)-1)
+		if over(hi) {
+			for step := 1; ; step *= 2 { // down from the guess
+				if hi-step < 0 {
+					break
+				}
+				if !over(hi - step) {
+					lo = hi - step + 1
+					break
+				}
+				hi -= step
+			}
+		} else {
+			lo = hi + 1
+			for step := max(guess, 64); ; step *= 2 { // up from the guess
+				if lo == len(bounds) && pos == end {
+					hi = lo
+					break
+				}
+				extend(lo + step)
+				if last := len(bounds) - 1; over(last) {
+					hi = last
+					break
+				}
+				lo = len(bounds)
+			}
+		}
+		k := lo + sort.Search(hi-lo, func(i int) bool { return over(lo + i) })
 		if k == 0 {
 			k = 1 // one rune over the target: emit it alone rather than loop
 		}
+		guess = k
 		e := bounds[k-1]
-		s.units = append(s.units, unit{start, e, s.count(start, e)})
+		emit(unit{start, e, s.count(start, e)})
 		start = e
 	}
 }
 
-// paragraphs returns the trimmed spans of text between blank lines.
-func paragraphs(text string) [][2]int {
-	var out [][2]int
-	start := 0
-	for start < len(text) {
-		// find a blank line: "\n" followed by optional spaces and another "\n"
-		end, next := len(text), len(text)
-		for i := start; i < len(text); i++ {
-			if text[i] != '\n' {
-				continue
+// paragraphs yields the trimmed spans of text between blank lines.
+func paragraphs(text string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		start := 0
+		for start < len(text) {
+			// find a blank line: "\n" followed by optional spaces and another "\n"
+			end, next := len(text), len(text)
+			for i := start; i < len(text); i++ {
+				if text[i] != '\n' {
+					continue
+				}
+				j := i + 1
+				for j < len(text) && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r') {
+					j++
+				}
+				if j < len(text) && text[j] == '\n' {
+					end, next = i, j+1
+					break
+				}
 			}
-			j := i + 1
-			for j < len(text) && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r') {
-				j++
+			if p, ok := trim(text, start, end); ok && !yield(p[0], p[1]) {
+				return
 			}
-			if j < len(text) && text[j] == '\n' {
-				end, next = i, j+1
-				break
-			}
+			start = next
 		}
-		if p, ok := trim(text, start, end); ok {
-			out = append(out, p)
-		}
-		start = next
 	}
-	return out
 }
 
 // sentences cuts [start, end) after sentence-ending punctuation (and any
 // closing quotes or brackets) that is followed by a space.
-func sentences(text string, start, end int) [][2]int {
-	var out [][2]int
-	from := start
-	for i := start; i < end; {
-		r, n := utf8.DecodeRuneInString(text[i:end])
-		i += n
-		if !strings.ContainsRune(enders, r) {
-			continue
-		}
-		for i < end {
-			c, m := utf8.DecodeRuneInString(text[i:end])
-			if !strings.ContainsRune(closers, c) && !strings.ContainsRune(enders, c) {
-				break
+func sentences(text string, start, end int) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		from := start
+		for i := start; i < end; {
+			r, n := utf8.DecodeRuneInString(text[i:end])
+			i += n
+			if !strings.ContainsRune(enders, r) {
+				continue
 			}
-			i += m
-		}
-		if i < end && (isSpaceByte(text[i]) || r >= 0x3000) { // CJK enders need no space
-			if p, ok := trim(text, from, i); ok {
-				out = append(out, p)
+			for i < end {
+				c, m := utf8.DecodeRuneInString(text[i:end])
+				if !strings.ContainsRune(closers, c) && !strings.ContainsRune(enders, c) {
+					break
+				}
+				i += m
 			}
-			from = i
+			if i < end && (isSpaceByte(text[i]) || r >= 0x3000) { // CJK enders need no space
+				if p, ok := trim(text, from, i); ok && !yield(p[0], p[1]) {
+					return
+				}
+				from = i
+			}
+		}
+		if p, ok := trim(text, from, end); ok {
+			yield(p[0], p[1])
 		}
 	}
-	if p, ok := trim(text, from, end); ok {
-		out = append(out, p)
-	}
-	return out
 }
 
 // splitAt cuts [start, end) at every byte for which sep is true.
-func splitAt(text string, start, end int, sep func(byte) bool) [][2]int {
-	var out [][2]int
-	from := start
-	for i := start; i <= end; i++ {
-		if i == end || sep(text[i]) {
-			if p, ok := trim(text, from, i); ok {
-				out = append(out, p)
+func splitAt(text string, start, end int, sep func(byte) bool) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		from := start
+		for i := start; i <= end; i++ {
+			if i == end || sep(text[i]) {
+				if p, ok := trim(text, from, i); ok && !yield(p[0], p[1]) {
+					return
+				}
+				from = i + 1
 			}
-			from = i + 1
 		}
 	}
-	return out
 }
 
 func trim(text string, start, end int) ([2]int, bool) {
