@@ -147,6 +147,17 @@ func (d *App) Ask(req AskArgs) (string, error) {
 	return id, nil
 }
 
+// Prefetch reads a draft question's prompt into the model while the user
+// types (the page calls it debounced); Ask adopts it when the passages match.
+func (d *App) Prefetch(req app.PrefetchRequest) (app.PrefetchResult, error) {
+	return get(d, func(ctx context.Context) (app.PrefetchResult, error) {
+		if req.ClientID == "" {
+			req.ClientID = "desktop"
+		}
+		return d.core.Prefetch(ctx, req)
+	})
+}
+
 // Cancel stops an answer (by request id or client id).
 func (d *App) Cancel(id string) error {
 	if _, err := d.ready(); err != nil {

@@ -26,6 +26,9 @@ type Generator interface {
 	Generate(ctx context.Context, req engine.GenerateRequest, fn func(string) error) (engine.Stats, error)
 	Warm(ctx context.Context, prefix string) (engine.Stats, error)
 	Tokenize(ctx context.Context, text string, special bool) ([]int, error)
+	// Prefetch reads text into the speculative sequence at background
+	// priority, for a Generate that starts with it to adopt.
+	Prefetch(ctx context.Context, text string) (engine.Stats, error)
 	Template() *engine.Template
 	Info() engine.Info
 	ID() string
@@ -89,6 +92,9 @@ type App struct {
 	inflight map[string]*run
 	// tokenCounts remembers passages' token counts per chat model.
 	tokenCounts map[string]int
+	spec        *speculation         // what the speculative sequence holds
+	prefetched  map[string]time.Time // each client's last prefetch
+	warmToks    int                  // tokens of the chat model's warm system prefix
 
 	jobs *jobs
 }
@@ -140,7 +146,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, db: db, log: cfg.Logger, inflight: map[string]*run{}, tokenCounts: map[string]int{}}
+	a := &App{cfg: cfg, db: db, log: cfg.Logger, inflight: map[string]*run{}, tokenCounts: map[string]int{}, prefetched: map[string]time.Time{}}
 	if a.settings, err = loadSettings(ctx, db); err != nil {
 		db.Close()
 		return nil, err

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -441,4 +442,63 @@ func TestRetrievalOverlapsDecode(t *testing.T) {
 	}
 	t.Logf("question 2 retrieved %v before question 1 ended; it then waited %.0f ms for the model",
 		firstEnd.Sub(retrieved), second.Stages[app.StageQueue])
+}
+
+// TestPrefetchAdopted: a draft's prompt read while typing is adopted by the
+// question, which then evaluates little more than itself and answers as a
+// cold run does; a question with other passages misses and says why.
+func TestPrefetchAdopted(t *testing.T) {
+	ctx := context.Background()
+	const q = "when does the river market open"
+	cold := ask(t, newApp(t, opts{chat: true, embed: true}), q, 0)
+
+	a := newApp(t, opts{chat: true, embed: true})
+	res, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, ClientID: "test-client"})
+	if err != nil || !res.Started || res.Passages == 0 {
+		t.Fatalf("Prefetch: %+v %v", res, err)
+	}
+	for i := 0; !a.SpeculationDone(); i++ {
+		if i > 3000 {
+			t.Fatal("prefetch never finished")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	again, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, ClientID: "other-client"})
+	if err != nil || again.Started || again.Reason != "same passages" {
+		t.Errorf("second prefetch of the same passages: %+v %v", again, err)
+	}
+	warm := ask(t, a, q, 0)
+	tr := warm.trace
+	if tr.Prefetch != app.PrefetchHit || tr.PrefetchedTokens == 0 {
+		t.Fatalf("prefetch %q (%s), %d tokens prefetched", tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens)
+	}
+	if tr.EvalTokens > cold.trace.EvalTokens-tr.PrefetchedTokens+1 || tr.EvalTokens > 40 {
+		t.Errorf("evaluated %d tokens after adopting %d (cold run: %d)", tr.EvalTokens, tr.PrefetchedTokens, cold.trace.EvalTokens)
+	}
+	// (Greedy output equal to a cold run's is asserted in engine, with the
+	// same batch split: random weights make near-ties that a different
+	// split of the same prompt can tip.)
+	t.Logf("cold: %d of %d tokens evaluated; adopted: %d prefetched, %d evaluated", cold.trace.EvalTokens,
+		cold.trace.PromptTokens, tr.PrefetchedTokens, tr.EvalTokens)
+
+	// Other passages (one passage per prompt, so questions differ): a miss,
+	// with its reason.
+	s := a.Settings()
+	s.TopK = 1
+	if err := a.SaveSettings(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: "tomatoes beans apple tree garden", ClientID: "client-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: "tomatoes beans apple tree", ClientID: "client-b"}); !errors.Is(err, app.ErrBusy) {
+		t.Errorf("prefetch right after the last: %v, want rate-limited", err)
+	}
+	other := ask(t, a, "the city orchestra summer concert", 0).trace
+	if other.Prefetch != app.PrefetchMiss || other.PrefetchMiss != app.MissPassages {
+		t.Errorf("question with other passages: prefetch %q (%q)", other.Prefetch, other.PrefetchMiss)
+	}
+	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, Workspace: "nope"}); !errors.Is(err, app.ErrNotFound) {
+		t.Errorf("prefetch over an unknown workspace: %v", err)
+	}
 }

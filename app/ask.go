@@ -186,16 +186,26 @@ func (x *ask) openChat() error {
 			return err
 		}
 		x.t.ChatID = c.ID
+	} else if err := x.loadHistory(); err != nil {
+		return err
 	}
-	msgs, err := db.Messages(x.ctx, x.t.ChatID)
+	_, err := db.AppendMessage(x.ctx, store.Message{ChatID: x.t.ChatID, Role: "user", Content: x.q, RequestID: x.t.RequestID})
+	return err
+}
+
+// loadHistory reads the chat's earlier turns.
+func (x *ask) loadHistory() error {
+	if x.t.ChatID == 0 {
+		return nil
+	}
+	msgs, err := x.a.db.Messages(x.ctx, x.t.ChatID)
 	if err != nil {
 		return fmt.Errorf("chat %d: %w", x.t.ChatID, err)
 	}
 	for _, m := range msgs {
 		x.history = append(x.history, engine.Message{Role: m.Role, Content: m.Content})
 	}
-	_, err = db.AppendMessage(x.ctx, store.Message{ChatID: x.t.ChatID, Role: "user", Content: x.q, RequestID: x.t.RequestID})
-	return err
+	return nil
 }
 
 // retrieve runs the query embedding, then vector ‖ BM25, fused.
@@ -309,6 +319,7 @@ func (x *ask) generate() error {
 		// The model answers one question at a time: a question waits here,
 		// not earlier, so its retrieval overlaps the answer before it.
 		x.stage(StageQueue, stageStart, nil)
+		expected := x.notePrefetch()
 		var st engine.Stats
 		st, err = x.m.chat.Generate(x.ctx, engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens,
 			OnPlan: func(plan engine.Stats) {
@@ -322,6 +333,7 @@ func (x *ask) generate() error {
 					"cached_tokens": plan.CachedTokens, "eval_tokens": plan.EvalTokens, "expected_ms": round(expected)}})
 			}}, token)
 		x.recordGeneration(genStart, st)
+		x.adopted(st, expected)
 	}
 	end := time.Now()
 	x.rec.set(StageTotal, x.rec.since(end), 0)

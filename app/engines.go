@@ -215,6 +215,9 @@ func (a *App) warm(m *models) {
 	if st.PrefillMs > 0 {
 		a.notePrefill(st.EvalTokens, st.PrefillMs)
 	}
+	a.mu.Lock()
+	a.warmToks = st.PromptTokens
+	a.mu.Unlock()
 }
 
 // WaitWarm blocks until the chat model's prefix is warm (or ctx ends).

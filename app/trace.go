@@ -34,7 +34,16 @@ type Trace struct {
 	DecodeTokens      int       `json:"decode_tokens"`
 	DecodeTokS        float64   `json:"decode_tok_s"`
 	StopReason        string    `json:"stop_reason,omitempty"`
-	Error             string    `json:"error,omitempty"`
+	// Prefetch is hit, miss or none: whether the prompt up to the question
+	// was read while the user typed; PrefetchMiss says why not (passages
+	// changed, model changed, evicted, too late); PrefetchedTokens is what
+	// the question adopted beyond the system prefix; PrefetchAgeMs how long
+	// before the answer began the prefetch started.
+	Prefetch         string  `json:"prefetch,omitempty"`
+	PrefetchMiss     string  `json:"prefetch_miss,omitempty"`
+	PrefetchedTokens int     `json:"prefetched_tokens"`
+	PrefetchAgeMs    float64 `json:"prefetch_age_ms,omitempty"`
+	Error            string  `json:"error,omitempty"`
 
 	Stages      map[string]float64 `json:"stages"`
 	StageStarts map[string]float64 `json:"stage_starts"`

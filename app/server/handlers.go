@@ -78,6 +78,24 @@ func (s *Server) ask(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// prefetch starts reading a draft question's prompt while the user types.
+func (s *Server) prefetch(w http.ResponseWriter, r *http.Request) {
+	var req app.PrefetchRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if req.ClientID == "" {
+		req.ClientID = r.RemoteAddr
+	}
+	res, err := s.app.Prefetch(r.Context(), req)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, res)
+}
+
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	if err := s.app.Cancel(r.PathValue("id")); err != nil {
 		fail(w, err)
