@@ -81,14 +81,10 @@ func checkLlama(f *File) error {
 			return bad("%s.%s is %s, want an integer or an array of int32", arch, k, describe(v))
 		}
 	}
-	// llama-model.cpp load_hparams asserts on these.
-	experts, hasExperts := f.Uint(arch + ".expert_count")
-	used, hasUsed := f.Uint(arch + ".expert_used_count")
-	if hasExperts && experts > llamaMaxExperts {
-		return bad("%s.expert_count %d exceeds llama.cpp's limit %d", arch, experts, llamaMaxExperts)
-	}
-	if hasUsed && used > experts {
-		return bad("%s.expert_used_count %d exceeds expert_count %d", arch, used, experts)
+	if arch != "clip" { // llama.cpp reads no hyperparameters for CLIP projectors
+		if err := checkExperts(f, arch); err != nil {
+			return err
+		}
 	}
 	if n, ok := f.Uint(arch + ".block_count"); ok && n > llamaMaxLayers {
 		return bad("%s.block_count %d exceeds llama.cpp's limit %d", arch, n, llamaMaxLayers)
@@ -99,6 +95,51 @@ func checkLlama(f *File) error {
 		default:
 			return bad("%s.rope.scaling.type is %s, want none, linear, yarn or longrope", arch, describe(kv.Value))
 		}
+	}
+	return nil
+}
+
+// checkExperts mirrors the mixture-of-experts assertions in llama-model.cpp
+// load_hparams, which run for every architecture before any of its own
+// checks (absent keys read as 0):
+//
+//	n_expert <= LLAMA_MAX_EXPERTS
+//	n_expert_used <= n_expert
+//	n_expert > 0:  n_expert_used > 0, n_expert_groups < n_expert, and when
+//	               n_expert_groups > 1: n_expert % n_expert_groups == 0,
+//	               0 < n_group_used < n_expert_groups
+//	n_expert == 0: n_expert_used == 0, n_expert_groups == 0
+func checkExperts(f *File, arch string) error {
+	bad := func(format string, args ...any) error {
+		return &Error{Kind: ErrInvalid, Offset: -1, Msg: arch + "." + fmt.Sprintf(format, args...)}
+	}
+	// A value of the wrong type makes llama.cpp throw, not abort; reading it
+	// as 0 here rejects it all the same where 0 would trip an assertion.
+	experts, _ := f.Uint(arch + ".expert_count")
+	used, _ := f.Uint(arch + ".expert_used_count")
+	groups, _ := f.Uint(arch + ".expert_group_count")
+	groupUsed, _ := f.Uint(arch + ".expert_group_used_count")
+	switch {
+	case experts > llamaMaxExperts:
+		return bad("expert_count %d exceeds llama.cpp's limit %d", experts, llamaMaxExperts)
+	case used > experts:
+		return bad("expert_used_count %d exceeds expert_count %d", used, experts)
+	case experts == 0 && groups != 0:
+		return bad("expert_group_count %d without experts", groups)
+	case experts == 0:
+		return nil
+	case used == 0:
+		return bad("expert_count %d with expert_used_count missing or 0", experts)
+	case groups >= experts:
+		return bad("expert_group_count %d is not below expert_count %d", groups, experts)
+	case groups <= 1:
+		return nil
+	case experts%groups != 0:
+		return bad("expert_count %d is not a multiple of expert_group_count %d", experts, groups)
+	case groupUsed == 0:
+		return bad("expert_group_count %d with expert_group_used_count missing or 0", groups)
+	case groupUsed >= groups:
+		return bad("expert_group_used_count %d is not below expert_group_count %d", groupUsed, groups)
 	}
 	return nil
 }

@@ -453,3 +453,66 @@ func TestWriterErrors(t *testing.T) {
 		t.Errorf("WriteTo = %v", err)
 	}
 }
+
+// TestExperts writes files with each combination of mixture-of-experts keys
+// that llama.cpp's load_hparams asserts on (an abort of the whole process),
+// and some that it accepts.
+func TestExperts(t *testing.T) {
+	type keys struct{ experts, used, groups, groupUsed int64 } // -1: key absent
+	tests := []struct {
+		name string
+		arch string
+		keys keys
+		msg  string // "" when the file must be accepted
+		more func(w *Writer)
+	}{
+		{"dense, no keys", "llama", keys{-1, -1, -1, -1}, "", nil},
+		{"dense, zero counts", "llama", keys{0, 0, 0, 0}, "", nil},
+		{"moe", "qwen3moe", keys{128, 8, -1, -1}, "", nil},
+		{"moe, one group", "qwen3moe", keys{64, 4, 1, 0}, "", nil},
+		{"moe, groups", "deepseek2", keys{256, 8, 8, 4}, "", nil},
+		{"clip ignores experts", "clip", keys{8, 0, -1, -1}, "", nil},
+		{"used without experts", "llama", keys{-1, 2, -1, -1}, "expert_used_count 2 exceeds expert_count 0", nil},
+		{"used over experts", "qwen3moe", keys{8, 9, -1, -1}, "expert_used_count 9 exceeds expert_count 8", nil},
+		{"experts, used absent", "qwen3moe", keys{8, -1, -1, -1}, "expert_used_count missing or 0", nil},
+		{"experts, used 0", "qwen3moe", keys{8, 0, -1, -1}, "expert_used_count missing or 0", nil},
+		{"too many experts", "qwen3moe", keys{1024, 8, -1, -1}, "expert_count 1024 exceeds", nil},
+		{"groups without experts", "llama", keys{-1, -1, 4, 2}, "expert_group_count 4 without experts", nil},
+		{"as many groups as experts", "deepseek2", keys{8, 2, 8, 2}, "expert_group_count 8 is not below expert_count 8", nil},
+		{"experts not a multiple of groups", "deepseek2", keys{60, 4, 8, 2}, "not a multiple of expert_group_count 8", nil},
+		{"groups, group used absent", "deepseek2", keys{64, 4, 8, -1}, "expert_group_used_count missing or 0", nil},
+		{"group used = groups", "deepseek2", keys{64, 4, 8, 8}, "expert_group_used_count 8 is not below expert_group_count 8", nil},
+		{"group used over groups", "deepseek2", keys{64, 4, 8, 9}, "expert_group_used_count 9 is not below", nil},
+		{"used count of the wrong type", "qwen3moe", keys{8, -1, -1, -1}, "expert_used_count missing or 0",
+			func(w *Writer) { w.AddString("qwen3moe.expert_used_count", "8") }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var w Writer
+			must(t, w.AddString("general.architecture", tc.arch))
+			for _, kv := range []struct {
+				key string
+				v   int64
+			}{{"expert_count", tc.keys.experts}, {"expert_used_count", tc.keys.used},
+				{"expert_group_count", tc.keys.groups}, {"expert_group_used_count", tc.keys.groupUsed}} {
+				if kv.v >= 0 {
+					must(t, w.AddUint32(tc.arch+"."+kv.key, uint32(kv.v)))
+				}
+			}
+			if tc.more != nil {
+				tc.more(&w)
+			}
+			must(t, w.AddTensor("norm.weight", TypeF32, []uint64{8}, make([]byte, 32)))
+			_, err := read(encode(t, &w))
+			switch {
+			case tc.msg == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tc.msg == "":
+			case !errors.Is(err, ErrInvalid):
+				t.Fatalf("error %v, want ErrInvalid", err)
+			case !strings.Contains(err.Error(), tc.arch+".") || !strings.Contains(err.Error(), tc.msg):
+				t.Errorf("error %q lacks %q", err, tc.msg)
+			}
+		})
+	}
+}
