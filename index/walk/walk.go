@@ -3,8 +3,15 @@
 // It skips hidden entries, dependency and build folders, paths matched by
 // .gitignore files found in the tree or by caller patterns, files over a size
 // limit and files whose first bytes show they are binary (PDF and DOCX, which
-// the parser reads, excepted). Symlinked folders are followed; loops are
-// detected by device and inode and reported, not followed.
+// the parser reads, excepted).
+//
+// Symlinks are confined to the root: each one is resolved, and one whose
+// target lies outside the resolved root is skipped (SkipOutside) unless
+// Options.FollowOutside is set, so a link planted in an added folder cannot
+// pull in ~/.ssh or /etc. Links are followed after the rest of the tree is
+// walked, so a file or folder reached both directly and through a link is
+// passed once, under its own path. Loops are detected by device and inode
+// and reported, not followed.
 package walk
 
 import (
@@ -18,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -40,6 +48,7 @@ const (
 	SkipBinary    = "binary"
 	SkipDuplicate = "already visited"
 	SkipSpecial   = "not a regular file"
+	SkipOutside   = "link to outside the folder"
 )
 
 // Options configures Walk.
@@ -52,6 +61,9 @@ type Options struct {
 	NoDefaultExcludes bool
 	// Skipped, if set, is told about every path left out and why (Skip* reasons).
 	Skipped func(path, reason string)
+	// FollowOutside follows symlinks whose targets lie outside the root.
+	// Off by default: only what the user added is indexed.
+	FollowOutside bool
 }
 
 // File is a candidate for indexing.
@@ -74,10 +86,12 @@ func DefaultExcludes() []string {
 	}
 }
 
-// Walk calls fn for each candidate file under root, in lexical order, and
-// onErr for per-path problems (permission, loops, vanished files); those never
-// stop the walk. It returns only on ctx cancel, an error from fn, or a
-// root-level failure. A root that is a file is checked and passed to fn alone.
+// Walk calls fn for each candidate file under root, and onErr for per-path
+// problems (permission, loops, vanished files); those never stop the walk.
+// Files come in lexical order, those reached through symlinks after the
+// rest. It returns only on ctx cancel, an error from fn, or a root-level
+// failure. A root that is a file is checked and passed to fn alone; the root
+// itself may be a symlink.
 func Walk(ctx context.Context, root string, opt Options, fn func(File) error, onErr func(path string, err error)) error {
 	if onErr == nil {
 		onErr = func(string, error) {}
@@ -93,6 +107,9 @@ func Walk(ctx context.Context, root string, opt Options, fn func(File) error, on
 	if !fi.IsDir() {
 		return w.file(root, filepath.Base(root), fi)
 	}
+	if w.real, err = realPath(root); err != nil {
+		return fmt.Errorf("walk: %w", err)
+	}
 	var rules []rule
 	if !opt.NoDefaultExcludes {
 		rules = appendRules(rules, "", DefaultExcludes())
@@ -102,7 +119,19 @@ func Walk(ctx context.Context, root string, opt Options, fn func(File) error, on
 	if err != nil {
 		return fmt.Errorf("walk: %w", err)
 	}
-	return w.dir(root, "", rules, []fileID{id})
+	if err := w.dir(root, "", w.real, rules, []fileID{id}); err != nil {
+		return err
+	}
+	// Links last, so that what they lead to inside the root has been seen
+	// under its own path; walking a linked folder may queue more links.
+	for len(w.links) > 0 {
+		l := w.links[0]
+		w.links = w.links[1:]
+		if err := w.link(l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type walker struct {
@@ -111,6 +140,36 @@ type walker struct {
 	fn    func(File) error
 	onErr func(string, error)
 	seen  map[fileID]bool // directories entered and files passed to fn
+	real  string          // the root, symlinks resolved
+	links []link          // symlinks found, to follow once the tree is walked
+}
+
+// link is a symlink (or another entry that resolves elsewhere, such as a
+// Windows junction) found during the walk.
+type link struct {
+	path, rel string
+	target    string // resolved
+	parent    string // the folder holding the link, resolved
+	rules     []rule
+	ancestors []fileID // of the folder holding the link
+}
+
+// realPath resolves every symlink in path and makes it absolute.
+func realPath(path string) (string, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(p)
+}
+
+// within reports whether path is root or lies under it; both are resolved.
+func within(root, path string) bool {
+	if path == root {
+		return true
+	}
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 func (w *walker) skip(path, reason string) {
@@ -119,9 +178,10 @@ func (w *walker) skip(path, reason string) {
 	}
 }
 
-// dir walks one directory. ancestors holds the ids of the directories on the
-// current path, root first, so a symlink back to any of them is a loop.
-func (w *walker) dir(path, rel string, rules []rule, ancestors []fileID) error {
+// dir walks one directory; real is where it is, symlinks resolved.
+// ancestors holds the ids of the directories on the current path, root
+// first, so a symlink back to any of them is a loop.
+func (w *walker) dir(path, rel, real string, rules []rule, ancestors []fileID) error {
 	w.seen[ancestors[len(ancestors)-1]] = true
 	entries, err := os.ReadDir(path)
 	if err != nil {
@@ -159,39 +219,102 @@ func (w *walker) dir(path, rel string, rules []rule, ancestors []fileID) error {
 			w.skip(p, SkipExcluded)
 			continue
 		}
-		fi, err := os.Stat(p) // follows symlinks
-		if err != nil {
-			w.onErr(p, err) // vanished, dangling symlink, permission on the target
+		if isLink(e.Type()) {
+			w.queueLink(p, r, real, rules, ancestors)
 			continue
 		}
-		if fi.IsDir() != e.IsDir() && ignored(rules, r, fi.IsDir()) {
-			w.skip(p, SkipExcluded)
-			continue
-		}
-		if fi.IsDir() {
-			id, err := idOf(p, fi)
-			if err != nil {
-				w.onErr(p, err)
-				continue
-			}
-			if contains(ancestors, id) {
-				w.onErr(p, fmt.Errorf("%w: %s leads back to a parent folder", ErrLoop, p))
-				continue
-			}
-			if w.seen[id] {
-				w.skip(p, SkipDuplicate)
-				continue
-			}
-			if err := w.dir(p, r, rules[:len(rules):len(rules)], append(ancestors[:len(ancestors):len(ancestors)], id)); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := w.file(p, r, fi); err != nil {
+		if err := w.entry(p, r, filepath.Join(real, name), rules, ancestors, e.IsDir(), false); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// isLink tells a symlink, or what Windows reports for a junction, from a
+// file or folder: it may lead anywhere.
+func isLink(m fs.FileMode) bool { return m&fs.ModeSymlink != 0 || m&fs.ModeIrregular != 0 }
+
+// queueLink resolves a link found in the folder real and keeps it for
+// later.
+func (w *walker) queueLink(p, r, real string, rules []rule, ancestors []fileID) {
+	target, err := realPath(p)
+	if err != nil {
+		w.onErr(p, linkError(err)) // dangling, a loop of links, permission
+		return
+	}
+	w.links = append(w.links, link{path: p, rel: r, target: target, parent: real,
+		rules: rules[:len(rules):len(rules)], ancestors: ancestors[:len(ancestors):len(ancestors)]})
+}
+
+// entry handles one file or folder under a folder being walked: real is
+// where it is, resolved. isDir is what the listing said, for a second check
+// of the rules once the kind of a link's target is known. follow is set for
+// a link already checked; otherwise the entry is looked at without
+// following links, so that one which became a link since the folder was
+// listed is caught too.
+func (w *walker) entry(p, r, real string, rules []rule, ancestors []fileID, isDir, follow bool) error {
+	stat := os.Lstat
+	if follow {
+		stat = os.Stat
+	}
+	fi, err := stat(p)
+	if err != nil {
+		w.onErr(p, linkError(err)) // vanished, dangling symlink, permission on the target
+		return nil
+	}
+	if !follow && isLink(fi.Mode()) {
+		w.queueLink(p, r, filepath.Dir(real), rules, ancestors)
+		return nil
+	}
+	if fi.IsDir() != isDir && ignored(rules, r, fi.IsDir()) {
+		w.skip(p, SkipExcluded)
+		return nil
+	}
+	if !fi.IsDir() {
+		return w.file(p, r, fi)
+	}
+	id, err := idOf(p, fi)
+	if err != nil {
+		w.onErr(p, err)
+		return nil
+	}
+	if contains(ancestors, id) {
+		w.onErr(p, fmt.Errorf("%w: %s leads back to a parent folder", ErrLoop, p))
+		return nil
+	}
+	if w.seen[id] {
+		w.skip(p, SkipDuplicate)
+		return nil
+	}
+	return w.dir(p, r, real, rules[:len(rules):len(rules)], append(ancestors[:len(ancestors):len(ancestors)], id))
+}
+
+// link follows a symlink found in the walk, unless it leads outside the
+// root (and that is not allowed) or to what was already walked.
+func (w *walker) link(l link) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if !w.opt.FollowOutside && !within(w.real, l.target) {
+		w.skip(l.path, SkipOutside)
+		return nil
+	}
+	// A link to a folder holding it is a loop, however the walk got there.
+	if within(l.target, l.parent) {
+		if fi, err := os.Stat(l.path); err == nil && fi.IsDir() {
+			w.onErr(l.path, fmt.Errorf("%w: %s leads back to a parent folder", ErrLoop, l.path))
+			return nil
+		}
+	}
+	return w.entry(l.path, l.rel, l.target, l.rules, l.ancestors, false, true)
+}
+
+// linkError marks a chain of links that never ends as ErrLoop.
+func linkError(err error) error {
+	if errors.Is(err, syscall.ELOOP) || (err != nil && strings.Contains(err.Error(), "too many links")) {
+		return fmt.Errorf("%w: %v", ErrLoop, err)
+	}
+	return err
 }
 
 // file checks one file and passes it to fn. Only fn's error is returned.

@@ -204,17 +204,18 @@ func TestWalkSymlinks(t *testing.T) {
 	root := build(t, tree{
 		"notes/a.md":      "a",
 		"notes/deep/b.md": "b",
-		"notes/deep/up":   "->../..",          // loop to the root
-		"notes/self":      "->.",              // loop to itself
-		"z-alias":         "->notes",          // same folder twice
-		"z-link.md":       "->notes/a.md",     // same file twice
-		"dangling.md":     "->missing.md",     // broken link
-		"outside":         "->" + t.TempDir(), // an empty folder elsewhere is followed
+		"notes/deep/up":   "->../..",      // loop to the root
+		"notes/self":      "->.",          // loop to itself
+		"z-alias":         "->notes",      // same folder twice
+		"z-link.md":       "->notes/a.md", // same file twice
+		"a-first.md":      "->z/real.md",  // sorts before its target
+		"z/real.md":       "real",
+		"dangling.md":     "->missing.md", // broken link
+		"ring1":           "->ring2",      // a loop of links
+		"ring2":           "->ring1",
+		"shown.md":        "->.hidden/h.md", // a hidden file, linked on purpose
+		".hidden/h.md":    "h",
 	})
-	ext := build(t, tree{"e.txt": "external"})
-	if err := os.Symlink(ext, filepath.Join(root, "ext")); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.Symlink("notes", filepath.Join(root, "lib")); err != nil {
 		t.Fatal(err)
 	}
@@ -222,11 +223,11 @@ func TestWalkSymlinks(t *testing.T) {
 	if res.skipped["lib"] != SkipExcluded {
 		t.Errorf("lib (link to a folder) not excluded: %v", res.skipped)
 	}
-	want := []string{"ext/e.txt", "notes/a.md", "notes/deep/b.md"}
+	want := []string{"notes/a.md", "notes/deep/b.md", "z/real.md", "shown.md"}
 	if !slices.Equal(res.files, want) {
 		t.Errorf("files = %q, want %q", res.files, want)
 	}
-	for _, p := range []string{"notes/deep/up", "notes/self"} {
+	for _, p := range []string{"notes/deep/up", "notes/self", "ring1", "ring2"} {
 		if !errors.Is(res.errs[p], ErrLoop) {
 			t.Errorf("error for %s = %v, want ErrLoop", p, res.errs[p])
 		}
@@ -234,11 +235,111 @@ func TestWalkSymlinks(t *testing.T) {
 	if !errors.Is(res.errs["dangling.md"], fs.ErrNotExist) {
 		t.Errorf("error for dangling.md = %v, want not-exist", res.errs["dangling.md"])
 	}
-	if res.skipped["z-alias"] != SkipDuplicate || res.skipped["z-link.md"] != SkipDuplicate {
-		t.Errorf("second visits not skipped as duplicates: %v", res.skipped)
+	for _, p := range []string{"z-alias", "z-link.md", "a-first.md"} {
+		if res.skipped[p] != SkipDuplicate {
+			t.Errorf("%s, a second way to what was walked, skipped as %q, want %q", p, res.skipped[p], SkipDuplicate)
+		}
 	}
-	if len(res.errs) != 3 {
-		t.Errorf("errors = %v, want exactly the two loops and the dangling link", res.errs)
+	if len(res.errs) != 5 {
+		t.Errorf("errors = %v, want exactly the four loops and the dangling link", res.errs)
+	}
+}
+
+// TestWalkConfined tries to reach files outside the walked folder through
+// links: none may be passed on, each must be reported as skipped, and
+// FollowOutside lets them through.
+func TestWalkConfined(t *testing.T) {
+	base := t.TempDir()
+	secret := filepath.Join(base, "secret")
+	if err := os.MkdirAll(filepath.Join(secret, "keys"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"secret.txt", "keys/id.txt"} {
+		if err := os.WriteFile(filepath.Join(secret, f), []byte("the secret"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(base, "notes")
+	links := map[string]string{
+		"lib/notes.txt":  "../../secret/secret.txt",           // relative, climbing out (the reported case)
+		"abs.txt":        filepath.Join(secret, "secret.txt"), // absolute
+		"keys":           "../secret/keys",                    // a folder outside
+		"abs-keys":       filepath.Join(secret, "keys"),       // the same, absolute
+		"up":             "..",                                // the folder holding the root
+		"chain.txt":      "hop.txt",                           // a link inside, to a link inside, to outside
+		"hop.txt":        "../secret/secret.txt",              //
+		"sub/sneaky.txt": "../../notes/../secret/secret.txt",  // through the root's own name
+		"etc":            "/etc",                              // system folders
+		"passwd.txt":     "/etc/passwd",                       //
+		"inside.txt":     "../notes/sub/plain.txt",            // leaves and comes back in: allowed
+	}
+	files := tree{"sub/plain.txt": "plain", "lib/own.txt": "own"}
+	for rel, target := range links {
+		files[rel] = "->" + target
+	}
+	for rel, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			err = os.Symlink(target, p)
+		} else {
+			err = os.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The root reached through a link of its own: confinement is to where it leads.
+	rootLink := filepath.Join(base, "shortcut")
+	if err := os.Symlink(root, rootLink); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{root, rootLink} {
+		res := run(t, r, Options{})
+		if want := []string{"lib/own.txt", "sub/plain.txt"}; !slices.Equal(res.files, want) {
+			t.Errorf("%s: files = %q, want %q", r, res.files, want)
+		}
+		for rel, target := range links {
+			if rel == "inside.txt" {
+				if res.skipped[rel] != SkipDuplicate {
+					t.Errorf("%s: inside.txt skipped as %q, want %q", r, res.skipped[rel], SkipDuplicate)
+				}
+				continue
+			}
+			if res.skipped[rel] != SkipOutside {
+				t.Errorf("%s: %s -> %s skipped as %q, want %q", r, rel, target, res.skipped[rel], SkipOutside)
+			}
+		}
+		if len(res.errs) > 0 {
+			t.Errorf("%s: errors %v", r, res.errs)
+		}
+	}
+
+	res := run(t, root, Options{FollowOutside: true, Excludes: []string{"etc", "passwd.txt", "up"}})
+	// Links are followed in the order found; the first to reach a target wins.
+	want := []string{"lib/own.txt", "sub/plain.txt", "abs-keys/id.txt", "abs.txt"}
+	if !slices.Equal(res.files, want) {
+		t.Errorf("FollowOutside: files = %q, want %q", res.files, want)
+	}
+	for _, rel := range []string{"keys", "chain.txt", "hop.txt", "lib/notes.txt", "sub/sneaky.txt"} {
+		if res.skipped[rel] != SkipDuplicate {
+			t.Errorf("FollowOutside: %s, a second way to a target, skipped as %q", rel, res.skipped[rel])
+		}
+	}
+
+	// A folder replaced by a link after an earlier walk is confined too.
+	if err := os.RemoveAll(filepath.Join(root, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(root, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, root, Options{})
+	if !slices.Equal(res.files, []string{"lib/own.txt"}) || res.skipped["sub"] != SkipOutside {
+		t.Errorf("after sub became a link outside: files %q, skipped[sub] %q", res.files, res.skipped["sub"])
 	}
 }
 
