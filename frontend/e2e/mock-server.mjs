@@ -156,6 +156,7 @@ export function startMockServer({ port = 0, prefillMs = 600, tokenDelayMs = 25 }
         const p = url.pathname;
         const body = m === 'POST' || m === 'PUT' ? await readBody(req) : undefined;
         if (m === 'POST' && p === '/api/ask') return ask(req, res, body);
+        if (m === 'POST' && p === '/api/prefetch') return json(res, 202, { started: false, reason: 'mock', passages: 0 });
         if (m === 'POST' && /^\/api\/ask\/[^/]+\/cancel$/.test(p)) { state.cancels.push(p); return json(res, 204); }
         if (m === 'POST' && /^\/api\/traces\/[^/]+\/ui$/.test(p)) { state.uiReports.push({ id: decodeURIComponent(p.split('/')[3]), ...body }); return json(res, 204); }
         if (m === 'GET' && p === '/api/workspaces') return json(res, 200, [{ id: 1, name: 'notes', folders: ['/abs/notes'], documents: 6, chunks: 42 }]);

@@ -346,6 +346,7 @@ try {
   });
 
   const Q1 = 'How hot is the lava when a volcano erupts?';
+  const QTYPED = 'How long does a good espresso shot take?';
   let turn1 = 0;
   await step('ask: live stage in the placeholder → sources → streamed tokens', async () => {
     turn1 = await ask(page, Q1);
@@ -393,7 +394,7 @@ try {
   await step('latency panel: a waterfall row with a bar for every stage', async () => {
     await lastTurn().getByTestId('show-latency').click();
     await tid('waterfall').waitFor({ state: 'visible' });
-    const want = ['queue', 'embed', 'vector', 'bm25', 'rerank', 'prompt_assemble', 'prefill', 'first_decode', 'paint'];
+    const want = ['embed', 'vector', 'bm25', 'prompt_assemble', 'queue', 'prefill', 'first_decode', 'paint'];
     const rows = await tid('waterfall').locator('[data-testid^="waterfall-row-"]').evaluateAll((els) =>
       els.map((e) => ({ stage: e.getAttribute('data-stage'), ms: e.getAttribute('data-ms'), start: e.getAttribute('data-start-ms'), bar: !!e.querySelector('rect.wf-bar') })));
     console.log(`     rows: ${rows.map((r) => `${r.stage} ${r.ms}ms@${r.start}`).join(', ')}`);
@@ -424,6 +425,25 @@ try {
   });
 
   const QX = `What does the zanzibar ledger memo say? <img src=x onerror="window.__pwned='question'"> ![q](http://127.0.0.1:${canary.port}/leak?d=question)`;
+  await step('typed question: its prompt is prefilled while typing and adopted on Enter', async () => {
+    await tid('nav-chat').click();
+    await tid('new-chat').click();
+    const turns = await tid('turn').count();
+    await tid('question-input').click();
+    await page.keyboard.type(QTYPED, { delay: 200 }); // 5 characters a second, the UI's own debounce
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, turns);
+    await waitAnswer(page, turns + 1);
+    const t = await traceOf(server, QTYPED, (x) => x.prefetch !== undefined);
+    console.log(`     prefetch ${t.prefetch} (${t.prefetch_miss || 'no miss'}): ${t.prefetched_tokens} of ${t.prompt_tokens} tokens prefilled while typing, ${t.eval_tokens} evaluated after Enter`);
+    assert.equal(t.prefetch, 'hit', `prefetch ${t.prefetch}: ${t.prefetch_miss}`);
+    assert.ok(t.prefetched_tokens > 0 && t.eval_tokens < t.prompt_tokens - t.prefetched_tokens + 1, JSON.stringify(t));
+    assert.match(await lastTurn().getByTestId('answer-meta').textContent(), /\d+ tokens prefilled while you typed/);
+    await lastTurn().getByTestId('show-latency').click();
+    await page.waitForFunction((n) => document.querySelector('[data-testid="token-split-text"]')?.textContent?.includes(`${n} prefilled while you typed`), t.prefetched_tokens);
+    await tid('nav-chat').click();
+  });
+
   await step('hostile document: payloads reach the DOM as text (question, passage, answer); nothing runs or leaks', async () => {
     const turn = await ask(page, QX);
     const t = tid('turn').nth(turn - 1);

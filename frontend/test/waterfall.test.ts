@@ -36,10 +36,12 @@ describe('layoutWaterfall', () => {
 
   it('lists rows in pipeline order, with the optional ones the trace has', () => {
     expect(layoutWaterfall(TRACE).rows.map((r) => r.stage)).toEqual([
-      'queue', 'embed', 'vector', 'bm25', 'rerank', 'prompt_assemble', 'tokenize', 'prefill', 'first_decode', 'flush', 'paint',
+      'embed', 'vector', 'bm25', 'rerank', 'prompt_assemble', 'queue', 'tokenize', 'prefill', 'first_decode', 'flush', 'paint',
     ]);
     const minimal: Trace = { request_id: 'm', stages: { prefill_ms: 5 }, stage_starts: { prefill_ms: 0 } };
-    expect(layoutWaterfall(minimal).rows.map((r) => r.stage)).not.toContain('tokenize');
+    const rows = layoutWaterfall(minimal).rows.map((r) => r.stage);
+    expect(rows).not.toContain('tokenize');
+    expect(rows).not.toContain('rerank'); // skipped: no stage, no bar
   });
 
   it('marks vector and bm25 as parallel when they overlap, not when they are sequential', () => {

@@ -16,12 +16,14 @@ export interface RowDef {
 }
 
 export const WATERFALL_ROWS: RowDef[] = [
-  { stage: 'queue', key: 'queue_ms', label: 'queue' },
   { stage: 'embed', key: 'embed_ms', label: 'embed' },
   { stage: 'vector', key: 'vector_ms', label: 'vector', group: 'retrieval' },
   { stage: 'bm25', key: 'bm25_ms', label: 'bm25', group: 'retrieval' },
-  { stage: 'rerank', key: 'rerank_ms', label: 'rerank' },
+  // Only when a rerank model ran: a skipped rerank has no stage, and no bar.
+  { stage: 'rerank', key: 'rerank_ms', label: 'rerank', optional: true },
   { stage: 'prompt_assemble', key: 'prompt_assemble_ms', label: 'prompt assembly' },
+  // The wait for the model, which answers one question at a time.
+  { stage: 'queue', key: 'queue_ms', label: 'queue' },
   { stage: 'tokenize', key: 'tokenize_ms', label: 'tokenize', optional: true },
   { stage: 'prefill', key: 'prefill_ms', label: 'prefill' },
   { stage: 'first_decode', key: 'first_decode_ms', label: 'first token' },

@@ -8,6 +8,7 @@ import {
   type AskHandle,
   type AskRequest,
   type Chat,
+  type PrefetchRequest,
   type ChatSummary,
   type Chunk,
   type DocumentInfo,
@@ -84,12 +85,20 @@ export function dispatchAskEvent(ev: { event: string; data: unknown }, cb: AskCa
   }
 }
 
+/** A random id for a client (a tab, an answer's event channel). */
+export function newClientID(): string {
+  const c = globalThis.crypto;
+  if (c && typeof c.randomUUID === 'function') return c.randomUUID();
+  return `c${Date.now().toString(36)}${Math.random().toString(36).slice(2)}`;
+}
+
 export class HttpTransport implements Transport {
   readonly kind = 'http' as const;
   readonly desktop = false;
   private readonly base: string;
   private readonly token: string | undefined;
   private readonly fetchFn: typeof fetch;
+  private readonly clientID = newClientID(); // this tab, for the server's prefetch rate limit
 
   constructor(opts: HttpTransportOptions = {}) {
     this.base = (opts.baseURL ?? '').replace(/\/+$/, '');
@@ -193,6 +202,10 @@ export class HttpTransport implements Transport {
 
   cancel(requestId: string): Promise<void> {
     return this.call('POST', `/api/ask/${enc(requestId)}/cancel`);
+  }
+
+  prefetch(req: PrefetchRequest): Promise<void> {
+    return this.call('POST', '/api/prefetch', { ...req, client_id: this.clientID });
   }
 
   reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void> {

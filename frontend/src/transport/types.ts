@@ -17,6 +17,12 @@ export interface AskRequest {
   chat_id?: number;
 }
 
+export interface PrefetchRequest {
+  draft: string;
+  workspace: string;
+  chat_id?: number;
+}
+
 /** `trace` event: first, at once. */
 export interface TraceStart {
   request_id: string;
@@ -100,6 +106,11 @@ export interface Trace {
   stage_starts?: StageMap;
   decode_tokens?: number;
   decode_tok_s?: number;
+  /** hit, miss or none: whether the prompt up to the question was read while the user typed. */
+  prefetch?: 'hit' | 'miss' | 'none' | string;
+  prefetch_miss?: string;
+  prefetched_tokens?: number;
+  prefetch_age_ms?: number;
 }
 
 export interface Percentiles {
@@ -245,6 +256,8 @@ export interface Transport {
   ask(req: AskRequest, cb: AskCallbacks): AskHandle;
   cancel(requestId: string): Promise<void>;
   reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void>;
+  /** Speculative prefill of a draft question (fire and forget; errors are the caller's to ignore). */
+  prefetch(req: PrefetchRequest): Promise<void>;
 
   workspaces(): Promise<Workspace[]>;
   createWorkspace(name: string): Promise<void>;

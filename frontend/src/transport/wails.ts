@@ -3,12 +3,13 @@
 //   progress events `progress:<workspace>`
 // A bound Go method cannot see JS-side cancellation, hence the explicit Cancel(request_id).
 
-import { dispatchAskEvent } from './http';
+import { dispatchAskEvent, newClientID } from './http';
 import type {
   AskCallbacks,
   AskHandle,
   AskRequest,
   Chat,
+  PrefetchRequest,
   ChatSummary,
   Chunk,
   DocumentInfo,
@@ -42,12 +43,6 @@ function message(e: unknown): string {
   return String(e);
 }
 
-function newClientID(): string {
-  const c = globalThis.crypto;
-  if (c && typeof c.randomUUID === 'function') return c.randomUUID();
-  return `c${Date.now().toString(36)}${Math.random().toString(36).slice(2)}`;
-}
-
 export class WailsTransport implements Transport {
   readonly kind = 'wails' as const;
   readonly desktop = true;
@@ -71,6 +66,10 @@ export class WailsTransport implements Transport {
     } catch (e) {
       throw new Error(message(e));
     }
+  }
+
+  async prefetch(req: PrefetchRequest): Promise<void> {
+    await this.invoke<unknown>('Prefetch', req);
   }
 
   private on(name: string, cb: (payload: unknown) => void): () => void {

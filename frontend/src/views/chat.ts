@@ -1,9 +1,10 @@
 // Chat view: question box, streaming answer with live stages, sources, citations, history.
 
 import { clear, copyText, errMsg, h } from '../dom';
-import { fmtDate, fmtMs, fmtNum, fmtRate } from '../format';
+import { fmtDate, fmtInt, fmtMs, fmtNum, fmtRate } from '../format';
 import { withUIMeasurement } from '../latency/waterfall';
 import { renderMarkdown } from '../markdown';
+import { DraftPrefetcher } from '../prefetch';
 import type { AskHandle, ChatMessage, ChatSummary, Source, StageEvent, Trace } from '../transport/types';
 import { TTFTMeter, type TTFTResult } from '../ttft';
 import type { Ctx } from './ctx';
@@ -182,6 +183,7 @@ class Turn {
     if (s.ttft_ms !== undefined) parts.push(`TTFT ${fmtMs(s.ttft_ms)}`);
     if (s.ui_ttft_ms !== undefined) parts.push(`on screen ${fmtMs(s.ui_ttft_ms)}`);
     if (this.trace?.decode_tok_s !== undefined) parts.push(fmtRate(this.trace.decode_tok_s, 'tok/s'));
+    if (this.trace?.prefetch === 'hit') parts.push(`${fmtInt(this.trace.prefetched_tokens)} tokens prefilled while you typed`);
     if (this.trace?.fallback_level) parts.push(`fallback ${fmtNum(this.trace.fallback_level, 0)}`);
     this.metaLine.textContent = parts.join(' · ');
   }
@@ -286,8 +288,15 @@ export class ChatView {
   private chatId: number | undefined;
   private running: { turn: Turn; handle: AskHandle } | undefined;
   private chats: ChatSummary[] = [];
+  private readonly prefetcher: DraftPrefetcher;
 
   constructor(private readonly ctx: Ctx) {
+    this.prefetcher = new DraftPrefetcher((draft) => {
+      const ws = this.ctx.workspace();
+      if (!ws || this.busy) return;
+      const req = { draft, workspace: ws, ...(this.chatId !== undefined ? { chat_id: this.chatId } : {}) };
+      this.ctx.t.prefetch(req).catch(() => undefined); // speculative: a refusal costs nothing
+    });
     this.list = h('ul', { class: 'chat-list', testid: 'chat-list' });
     this.messages = h('div', { class: 'messages', testid: 'messages', attrs: { 'aria-live': 'polite' } });
     this.input = h('textarea', {
@@ -296,6 +305,7 @@ export class ChatView {
       placeholder: 'Ask about your documents…',
       attrs: { rows: 3, 'aria-label': 'Question' },
     });
+    this.input.addEventListener('input', () => this.prefetcher.input(this.input.value));
     this.input.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
         ev.preventDefault();
@@ -399,6 +409,7 @@ export class ChatView {
   private submit(): void {
     const q = this.input.value.trim();
     if (!q || this.busy) return;
+    this.prefetcher.reset();
     this.input.value = '';
     this.ask(q);
   }

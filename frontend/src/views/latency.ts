@@ -52,6 +52,17 @@ export function renderWaterfall(trace: Trace): HTMLElement {
   return box;
 }
 
+function prefetchText(t: Trace): string {
+  switch (t.prefetch) {
+    case 'hit':
+      return `hit · ${fmtInt(t.prefetched_tokens)} tokens read while you typed, starting ${fmtMs(t.prefetch_age_ms)} ahead`;
+    case 'miss':
+      return `miss${t.prefetch_miss ? ` (${t.prefetch_miss})` : ''}`;
+    default:
+      return t.prefetch || '—';
+  }
+}
+
 function yesNo(b: unknown): string {
   return b === true ? 'hit' : b === false ? 'miss' : '—';
 }
@@ -61,22 +72,27 @@ export function renderDetails(t: Trace): HTMLElement {
   const prompt = t.prompt_tokens ?? 0;
   const cached = t.cached_tokens ?? 0;
   const evald = t.eval_tokens ?? 0;
+  // Of the cached tokens, those read while the user typed (adopted from the speculative prefill).
+  const typed = t.prefetch === 'hit' ? Math.min(t.prefetched_tokens ?? 0, cached) : 0;
+  const typedText = typed > 0 ? `${fmtInt(typed)} prefilled while you typed · ` : '';
   const tokens = h('div', { class: 'token-split', testid: 'token-split' });
   if (prompt > 0) {
     tokens.append(
       svg('svg', { class: 'token-bar', 'aria-hidden': 'true' },
-        svg('rect', { x: '0', y: '0', width: pct(cached / prompt), height: '100%', class: 'tok-cached' }),
+        svg('rect', { x: '0', y: '0', width: pct((cached - typed) / prompt), height: '100%', class: 'tok-cached' }),
+        svg('rect', { x: pct((cached - typed) / prompt), y: '0', width: pct(typed / prompt), height: '100%', class: 'tok-typed' }),
         svg('rect', { x: pct(cached / prompt), y: '0', width: pct(evald / prompt), height: '100%', class: 'tok-eval' }),
       ),
     );
   }
-  tokens.append(h('span', { text: `${fmtInt(cached)} cached (${fmtPct(prompt ? cached / prompt : NaN)}) · ${fmtInt(evald)} evaluated · ${fmtInt(prompt)} total` }));
+  tokens.append(h('span', { testid: 'token-split-text', text: `${fmtInt(cached)} cached (${fmtPct(prompt ? cached / prompt : NaN)}) · ${typedText}${fmtInt(evald)} evaluated · ${fmtInt(prompt)} total` }));
   const item = (k: string, v: Node | string, id?: string) => [h('dt', { text: k }), h('dd', { testid: id }, v)];
   const fb = t.fallback_level ? `level ${t.fallback_level}${t.fallback_reason ? ` — ${t.fallback_reason}` : ''}` : t.fallback_reason || 'none';
   return h('dl', { class: 'trace-details', testid: 'trace-details' },
     ...item('TTFT', `${fmtMs(s.ttft_ms)} server · ${fmtMs(s.ui_ttft_ms)} on screen`, 'detail-ttft'),
     ...item('Prompt tokens', tokens, 'detail-tokens'),
     ...item('Cache', `embedding ${yesNo(t.embed_cache_hit)} · retrieval ${yesNo(t.retrieval_cache_hit)}`, 'detail-cache'),
+    ...item('Prefetch', prefetchText(t), 'detail-prefetch'),
     ...item('Fallback', fb, 'detail-fallback'),
     ...item('Route', t.route || '—', 'detail-route'),
     ...item('Version', t.version_id || '—', 'detail-version'),
