@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"lore/engine"
+	"lore/engine/kv"
 	"lore/store"
 )
 
@@ -94,7 +95,8 @@ type App struct {
 	tokenCounts map[string]int
 	spec        *speculation         // what the speculative sequence holds
 	prefetched  map[string]time.Time // each client's last prefetch
-	warmToks    int                  // tokens of the chat model's warm system prefix
+	warmed      WarmInfo             // the chat model's last warm-up
+	kv          *kv.Store            // saved KV states (the warm system prefix), RAM and disk
 
 	jobs *jobs
 }
@@ -163,6 +165,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// The default workspace exists from the start, so that no read has to
 	// create it.
 	if _, err := db.EnsureWorkspace(ctx, DefaultWorkspace); err != nil {
+		db.Close()
+		return nil, err
+	}
+	// Warm prefixes' KV states persist under the data folder, so a restarted
+	// app restores its system prefix instead of reading it again.
+	if a.kv, err = kv.Open(kv.Options{Dir: filepath.Join(cfg.DataDir, "kv")}); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -502,3 +502,39 @@ func TestPrefetchAdopted(t *testing.T) {
 		t.Errorf("prefetch over an unknown workspace: %v", err)
 	}
 }
+
+// TestRestartRestoresWarmPrefix: the system prefix's KV is saved at the
+// first warm-up and restored by the next app on the same data folder,
+// which then answers from it as from a prefilled one.
+func TestRestartRestoresWarmPrefix(t *testing.T) {
+	dir := setup(t)
+	data := t.TempDir()
+	open := func() *app.App {
+		a, err := app.New(context.Background(), app.Config{DataDir: data, Warm: true, ChatModel: filepath.Join(dir, "chat.gguf"),
+			WorkerCmd: []string{os.Args[0], "parse-worker"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.WaitWarm(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := open()
+	first := a.Warmed()
+	a.Close()
+	if first.Restored || first.Tokens < 20 || first.PrefillMs <= 0 {
+		t.Fatalf("first warm-up %+v: want a prefill of the system prefix", first)
+	}
+	b := open()
+	defer b.Close()
+	again := b.Warmed()
+	if !again.Restored || again.Tokens != first.Tokens || again.RestoreMs <= 0 {
+		t.Fatalf("warm-up after a restart %+v: want the %d-token prefix restored", again, first.Tokens)
+	}
+	t.Logf("system prefix of %d tokens: prefill %.1f ms, restore %.1f ms", first.Tokens, first.PrefillMs, again.RestoreMs)
+	r := ask(t, b, "when does the river market open", 0)
+	if r.trace.CachedTokens < first.Tokens {
+		t.Errorf("after the restore a question reused %d tokens, fewer than the %d-token prefix", r.trace.CachedTokens, first.Tokens)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"lore/engine"
 	"lore/index/retrieve"
@@ -101,7 +102,7 @@ func (a *App) openModels(s Settings) (*models, error) {
 }
 
 func (a *App) openModel(path string, s Settings) (*engine.Model, error) {
-	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers})
+	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers, KV: a.kv})
 }
 
 func (a *App) newRetriever(e Embedder) *retrieve.Retriever {
@@ -207,17 +208,40 @@ func (a *App) warm(m *models) {
 		a.log.Warn("system prefix", "err", err)
 		return
 	}
+	start := time.Now()
 	st, err := m.chat.Warm(engine.WithPriority(ctx, engine.Interactive), prefix)
 	if err != nil {
 		a.log.Warn("warm chat model", "model", m.chat.ID(), "err", err)
 		return
 	}
-	if st.PrefillMs > 0 {
+	if !st.Restored && st.PrefillMs > 0 {
 		a.notePrefill(st.EvalTokens, st.PrefillMs)
 	}
+	w := WarmInfo{Model: m.chat.ID(), Tokens: st.PromptTokens, Restored: st.Restored, RestoreMs: round(st.RestoreMs),
+		PrefillMs: round(st.PrefillMs), ReadyMs: round(ms(time.Since(start)))}
 	a.mu.Lock()
-	a.warmToks = st.PromptTokens
+	a.warmed = w
 	a.mu.Unlock()
+	a.log.Debug("chat model warm", "model", w.Model, "tokens", w.Tokens, "restored", w.Restored, "restore_ms", w.RestoreMs, "prefill_ms", w.PrefillMs)
+}
+
+// WarmInfo is how the chat model's system prefix got into its cache: read
+// (PrefillMs) or restored from a saved state (RestoreMs); ReadyMs is the
+// whole warm-up, the model's load and runner start included.
+type WarmInfo struct {
+	Model     string  `json:"model"`
+	Tokens    int     `json:"tokens"`
+	Restored  bool    `json:"restored"`
+	RestoreMs float64 `json:"restore_ms"`
+	PrefillMs float64 `json:"prefill_ms"`
+	ReadyMs   float64 `json:"ready_ms"`
+}
+
+// Warmed reports the chat model's last warm-up (zero before the first).
+func (a *App) Warmed() WarmInfo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.warmed
 }
 
 // WaitWarm blocks until the chat model's prefix is warm (or ctx ends).

@@ -159,6 +159,7 @@ func availableRAM() uint64 {
 // llama.cpp put its weights.
 type System struct {
 	CPU    CPUStatus     `json:"cpu"`
+	Warm   WarmInfo      `json:"warm"` // how the chat model's system prefix got into its cache
 	Loaded []LoadedModel `json:"loaded"`
 }
 
@@ -179,7 +180,7 @@ type LoadedModel struct {
 
 // System reports the CPU, the runner builds and the models in use.
 func (a *App) System() System {
-	s := System{CPU: cpu.Describe(), Loaded: []LoadedModel{}}
+	s := System{CPU: cpu.Describe(), Loaded: []LoadedModel{}, Warm: a.Warmed()}
 	m := a.current()
 	for _, r := range []struct {
 		role string

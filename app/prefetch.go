@@ -235,5 +235,5 @@ func (x *ask) adopted(st engine.Stats, expected bool) {
 func (a *App) warmTokens() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.warmToks
+	return a.warmed.Tokens
 }
