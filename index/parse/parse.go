@@ -28,7 +28,7 @@ import (
 // Defaults for zero Options fields.
 const (
 	DefaultTimeout     = 60 * time.Second
-	DefaultMemoryLimit = 2 << 30   // address space a worker or pdftotext may add after start
+	DefaultMemoryLimit = 2 << 30   // address space a worker or pdftotext may add before it is given a document
 	DefaultMaxBytes    = 128 << 20 // bytes read, decompressed or extracted per document
 )
 
@@ -75,7 +75,8 @@ type Options struct {
 	Timeout time.Duration
 	// MemoryLimit is the address space, in bytes, that each worker and
 	// pdftotext process may map beyond what it had at start-up (enforced on
-	// Linux with RLIMIT_AS): 0 means DefaultMemoryLimit, <0 none.
+	// Linux with RLIMIT_AS, set before the process is given a document):
+	// 0 means DefaultMemoryLimit, <0 none.
 	MemoryLimit int64
 	// MaxBytes caps what one document may read, decompress or extract:
 	// 0 means DefaultMaxBytes, <0 none.
@@ -161,7 +162,10 @@ func (p *Parser) parse(ctx context.Context, path string) (*Doc, error) {
 	k := kindOf(path, head)
 	switch k {
 	case kindPDF:
-		return p.pdf(ctx, path)
+		if p.opt.MaxBytes >= 0 && fi.Size() > p.opt.MaxBytes {
+			return nil, fmt.Errorf("%w: file over %d bytes", ErrTooLarge, p.opt.MaxBytes)
+		}
+		return p.pdf(ctx, path, io.NewSectionReader(f, 0, fi.Size()))
 	case kindDOCX, kindHTML:
 		if len(p.opt.WorkerCmd) == 0 {
 			return parseIsolated(k, path, p.opt.MaxBytes)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +216,8 @@ func TestParseErrors(t *testing.T) {
 	good := pdfFile([][]string{{"Readable text"}}, false)
 	hang := write(t, dir, "fake-pdftotext", []byte("#!/bin/sh\nsleep 30\n"))
 	os.Chmod(hang, 0o755)
+	chatty := write(t, dir, "chatty-pdftotext", []byte("#!/bin/sh\ncat >/dev/null\nyes line | head -c 100000\n"))
+	os.Chmod(chatty, 0o755)
 	bomb := filepath.Join(dir, "bomb.docx")
 	bombDOCX(t, bomb, 4<<30/258) // about 4 GiB of text in a 4 MB file
 	fi, _ := os.Stat(bomb)
@@ -234,7 +238,8 @@ func TestParseErrors(t *testing.T) {
 		{name: "pdf without text", path: write(t, dir, "scan.pdf", pdfFile([][]string{{}}, false)), want: ErrNoText, msg: "OCR"},
 		{name: "pdftotext missing", path: write(t, dir, "ok.pdf", good), opt: Options{PDFToText: filepath.Join(dir, "no-such-tool")}, want: ErrNoPDFTool},
 		{name: "pdftotext hangs", path: write(t, dir, "ok2.pdf", good), opt: Options{PDFToText: hang, Timeout: time.Second}, want: ErrTimeout},
-		{name: "pdf output over cap", path: write(t, dir, "ok3.pdf", good), opt: Options{MaxBytes: 5}, want: ErrTooLarge},
+		{name: "pdf output over cap", path: write(t, dir, "ok3.pdf", good), opt: Options{PDFToText: chatty, MaxBytes: 10000}, want: ErrTooLarge, msg: "output over 10000 bytes"},
+		{name: "pdf over cap", path: write(t, dir, "ok4.pdf", good), opt: Options{MaxBytes: 100}, want: ErrTooLarge, msg: "file over 100 bytes"},
 		{name: "docx not a zip", path: write(t, dir, "plain.docx", []byte("just some words")), want: ErrCorrupt, msg: "zip"},
 		{name: "zip without document", path: write(t, dir, "other.docx", zipFile(t, map[string]string{"[Content_Types].xml": "<Types/>"})), want: ErrCorrupt, msg: "word/document.xml"},
 		{name: "truncated docx", path: write(t, dir, "cut.docx", docx[:len(docx)/2]), want: ErrCorrupt},
@@ -273,6 +278,69 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("next document: %v", err)
 			}
 		})
+	}
+}
+
+// TestPDFMemoryLimit gives pdftotext a small PDF that needs far more memory
+// than its file size: under a tight limit it must fail as too large, alone.
+func TestPDFMemoryLimit(t *testing.T) {
+	if _, err := exec.LookPath("pdftotext"); err != nil {
+		t.Skip("pdftotext not installed")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the limit is RLIMIT_AS, set only on Linux")
+	}
+	dir := t.TempDir()
+	bomb := write(t, dir, "bomb.pdf", pdfMemoryBomb(400000))
+	p := newParser(t, Options{MemoryLimit: 32 << 20})
+	_, err := p.Parse(context.Background(), bomb)
+	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "32 MiB") {
+		t.Fatalf("Parse = %v, want ErrTooLarge and ErrCrashed naming the limit", err)
+	}
+	ok := write(t, dir, "ok.pdf", pdfFile([][]string{{"Small enough"}}, false))
+	if doc, err := p.Parse(context.Background(), ok); err != nil || !strings.Contains(doc.Sections[0].Text, "Small enough") {
+		t.Errorf("a normal PDF under the same limit: %v, %v", doc, err)
+	}
+	if testing.Short() {
+		return
+	}
+	doc, err := newParser(t, Options{}).Parse(context.Background(), bomb)
+	if err != nil || !strings.Contains(doc.Sections[0].Text, "w") {
+		t.Errorf("the bomb under the default limit: %v", err)
+	}
+}
+
+// TestPDFLimitBeforeInput checks the order of things with a stand-in for
+// pdftotext that reports its address-space limit when the first byte of
+// the document reaches it: the limit must be in place by then, and the
+// document must come on stdin (given its path, pdftotext could read it at
+// once, before any limit).
+func TestPDFLimitBeforeInput(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the limit is RLIMIT_AS, set only on Linux")
+	}
+	dir := t.TempDir()
+	fake := write(t, dir, "fake-pdftotext", []byte(`#!/bin/sh
+# called as: -layout -enc UTF-8 INPUT -
+[ "$4" = - ] || { echo "given the document by name: $4"; exit 0; }
+head -c 1 >/dev/null
+echo "limit $(ulimit -v) KiB"
+`))
+	os.Chmod(fake, 0o755)
+	const limit = 64 << 20
+	p := newParser(t, Options{PDFToText: fake, MemoryLimit: limit})
+	doc, err := p.Parse(context.Background(), write(t, dir, "a.pdf", pdfFile([][]string{{"x"}}, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := doc.Sections[0].Text
+	var kib int64
+	if _, err := fmt.Sscanf(text, "limit %d KiB", &kib); err != nil {
+		t.Fatalf("stand-in said %q", text)
+	}
+	// The limit is what the program had mapped at start (a shell: a few MiB) plus MemoryLimit.
+	if kib<<10 < limit || kib<<10 > limit+64<<20 {
+		t.Errorf("limit %d KiB when the document arrived, want %d KiB and a little", kib, limit>>10)
 	}
 }
 

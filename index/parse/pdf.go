@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -15,26 +16,38 @@ import (
 // PDFs than the Go readers tried, and a crash or runaway there cannot take
 // the indexer down. -layout keeps columns and table rows together; pages
 // end with a form feed.
-func (p *Parser) pdf(ctx context.Context, path string) (*Doc, error) {
+//
+// The document reaches pdftotext on its stdin, not by name, and only once
+// its memory limit is in place: nothing in the file can make it allocate
+// before the limit applies. (Given the path, pdftotext would start parsing
+// at once, racing the prlimit call; and it reads exactly the file that was
+// opened here, not whatever the path names by then.) Setting RLIMIT_AS
+// before exec instead would need a wrapper: prlimit(1) or a shell's
+// ulimit, which a system may lack, or a re-exec of WorkerCmd, which is not
+// always set; and it could not measure the base the limit adds to.
+func (p *Parser) pdf(ctx context.Context, path string, file io.Reader) (*Doc, error) {
 	bin, err := exec.LookPath(p.opt.PDFToText)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoPDFTool, err)
 	}
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
-	cmd := exec.CommandContext(cctx, bin, "-layout", "-enc", "UTF-8", path, "-")
+	cmd := exec.CommandContext(cctx, bin, "-layout", "-enc", "UTF-8", "-", "-")
 	cmd.WaitDelay = time.Second // a killed program's children may hold its output open
+	in := &gatedReader{r: file, open: make(chan struct{})}
 	out := &capBuffer{max: p.opt.MaxBytes, full: stop}
 	var stderr tailBuffer
-	cmd.Stdout, cmd.Stderr = out, &stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, &stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("run %s: %w", bin, err)
 	}
 	if err := limitMemory(cmd.Process.Pid, p.opt.MemoryLimit); err != nil {
+		in.fail()
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, err
 	}
+	close(in.open)
 	err = cmd.Wait()
 	if cause := context.Cause(ctx); cause != nil {
 		if errors.Is(cause, ErrTimeout) {
@@ -51,9 +64,11 @@ func (p *Parser) pdf(ctx context.Context, path string) (*Doc, error) {
 		switch {
 		case strings.Contains(msg, "Incorrect password"), errors.As(err, &ee) && ee.ExitCode() == 3:
 			return nil, fmt.Errorf("%w: needs a password (%s)", ErrEncrypted, lastLine(msg))
+		case isOOM(msg) && p.opt.MemoryLimit > 0: // poppler aborts when an allocation fails
+			return nil, fmt.Errorf("%w (%w: pdftotext ran out of its %d MiB memory limit)", ErrTooLarge, ErrCrashed, p.opt.MemoryLimit>>20)
 		case errors.As(err, &ee) && ee.ExitCode() > 0:
 			return nil, fmt.Errorf("%w: pdftotext: %s", ErrCorrupt, lastLine(msg))
-		default: // killed by a signal: memory limit or crash
+		default: // killed by a signal: a crash
 			return nil, fmt.Errorf("%w: pdftotext: %v %s", ErrCrashed, err, lastLine(msg))
 		}
 	}
@@ -73,6 +88,27 @@ func (p *Parser) pdf(ctx context.Context, path string) (*Doc, error) {
 		return nil, fmt.Errorf("%w: no text layer (a scanned PDF needs OCR)", ErrNoText)
 	}
 	return doc, nil
+}
+
+// gatedReader holds back every read until open is closed, and then reads
+// from r unless fail was called first.
+type gatedReader struct {
+	r      io.Reader
+	open   chan struct{}
+	failed bool // set before open is closed
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	if g.failed {
+		return 0, io.EOF
+	}
+	return g.r.Read(p)
+}
+
+func (g *gatedReader) fail() {
+	g.failed = true
+	close(g.open)
 }
 
 func lastLine(s string) string {

@@ -161,9 +161,11 @@ func (p *Parser) inWorker(ctx context.Context, kind, path string) (*Doc, error) 
 }
 
 // isOOM tells from a dead worker's last words that it hit its memory
-// limit: the Go runtime's message, or a sanitizer's or C allocator's.
+// limit: the Go runtime's message, or a sanitizer's or C allocator's
+// (poppler's says "Out of memory").
 func isOOM(msg string) bool {
-	for _, m := range []string{"out of memory", "failed to allocate", "cannot allocate memory"} {
+	msg = strings.ToLower(msg)
+	for _, m := range []string{"out of memory", "failed to allocate", "cannot allocate memory", "std::bad_alloc"} {
 		if strings.Contains(msg, m) {
 			return true
 		}
