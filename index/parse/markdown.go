@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"context"
 	"regexp"
 	"strings"
 )
@@ -28,7 +29,7 @@ type heading struct {
 	text  string
 }
 
-func parseMarkdown(text, path string) *Doc {
+func parseMarkdown(ctx context.Context, text, path string) (*Doc, error) {
 	doc := &Doc{Parser: kindMarkdown}
 	ls := lines(text)
 	var stack []heading
@@ -66,6 +67,9 @@ func parseMarkdown(text, path string) *Doc {
 		}
 	}
 	for ; i < len(ls); i++ {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		l := ls[i]
 		if fence != "" {
 			if t := strings.TrimSpace(l); strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
@@ -99,7 +103,7 @@ func parseMarkdown(text, path string) *Doc {
 	if doc.Title == "" {
 		doc.Title = baseTitle(path)
 	}
-	return doc
+	return doc, nil
 }
 
 // cleanHeading drops inline markup from a heading: links keep their text.

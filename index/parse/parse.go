@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,21 +139,34 @@ func (p *Parser) Parse(ctx context.Context, path string) (*Doc, error) {
 	return doc, nil
 }
 
+// OpenRegular opens path for reading if it is a regular file, and fails
+// with ErrUnsupported if it is not. A FIFO or device put where a file was is
+// refused at once: opening it the usual way would wait for a writer.
+func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := openNoBlock(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: not a regular file (%v)", ErrUnsupported, fi.Mode().Type())
+	}
+	return f, fi, nil
+}
+
 func (p *Parser) parse(ctx context.Context, path string) (*Doc, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, p.opt.Timeout, ErrTimeout)
 	defer cancel()
-	f, err := os.Open(path)
+	f, fi, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: not a regular file", ErrUnsupported)
-	}
 	head := make([]byte, 8<<10)
 	n, err := io.ReadFull(f, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -191,21 +205,38 @@ func (p *Parser) parse(ctx context.Context, path string) (*Doc, error) {
 		}
 		b = append(head, rest...)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, p.stopped(ctx)
+	}
 	text, enc, err := decodeText(b)
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, p.stopped(ctx)
+	}
 	var doc *Doc
 	switch k {
 	case kindMarkdown:
-		doc = parseMarkdown(text, path)
+		doc, err = parseMarkdown(ctx, text, path)
 	case kindCode:
 		doc = parseCode(text, path)
 	default:
 		doc = parseText(text, path)
 	}
+	if err != nil {
+		return nil, p.stopped(ctx)
+	}
 	doc.Encoding = enc
 	return doc, nil
+}
+
+// stopped says why ctx ended a parse done in this process.
+func (p *Parser) stopped(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), ErrTimeout) {
+		return fmt.Errorf("%w: ran over %v", ErrTimeout, p.opt.Timeout)
+	}
+	return context.Cause(ctx)
 }
 
 // Kinds of document, as named in Doc.Parser.

@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -28,7 +29,10 @@ func TestMarkdownHeadings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := parseMarkdown(tt.in, "x.md")
+			doc, err := parseMarkdown(context.Background(), tt.in, "x.md")
+			if err != nil {
+				t.Fatal(err)
+			}
 			var got []string
 			for _, s := range doc.Sections {
 				got = append(got, s.Heading+"@"+itoa(s.LineStart)+"-"+itoa(s.LineEnd))

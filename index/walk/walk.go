@@ -368,11 +368,16 @@ func Indexable(head []byte, name string) bool {
 }
 
 func readHead(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openNoBlock(path) // it was a file when stat'ed; a FIFO now must not block
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: no longer a regular file", path)
+	}
 	buf := make([]byte, sniffLen)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
