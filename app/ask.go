@@ -71,7 +71,7 @@ type ask struct {
 	s    Settings
 	ws   store.Workspace
 
-	history  []engine.Message
+	history  []turn
 	res      retrieve.Result
 	passages []retrieve.Passage // fitted into the prompt, in prompt order
 	prompt   string
@@ -203,9 +203,41 @@ func (x *ask) loadHistory() error {
 		return fmt.Errorf("chat %d: %w", x.t.ChatID, err)
 	}
 	for _, m := range msgs {
-		x.history = append(x.history, engine.Message{Role: m.Role, Content: m.Content})
+		h := turn{Message: engine.Message{Role: m.Role, Content: m.Content}}
+		if m.Role == "user" && m.RequestID != "" {
+			h.passages = x.a.turnPassages(x.ctx, m.RequestID)
+		}
+		x.history = append(x.history, h)
 	}
 	return nil
+}
+
+// turnPassages are the passages a question's prompt placed in its own
+// turn, read back so that a follow-up renders that turn byte for byte.
+// A chunk gone since (re-indexed) is left out: the cache is then reused
+// only up to it.
+func (a *App) turnPassages(ctx context.Context, requestID string) []retrieve.Passage {
+	t, err := a.Trace(ctx, requestID)
+	if err != nil || len(t.TurnPassages) == 0 {
+		return nil
+	}
+	hits, err := a.db.ChunkTexts(ctx, t.TurnPassages)
+	if err != nil {
+		a.log.Warn("earlier passages", "request", requestID, "err", err)
+		return nil
+	}
+	byID := map[int64]store.Hit{}
+	for _, h := range hits {
+		byID[h.ChunkID] = h
+	}
+	var out []retrieve.Passage
+	for _, id := range t.TurnPassages {
+		if h, ok := byID[id]; ok {
+			out = append(out, retrieve.Passage{ChunkID: h.ChunkID, DocID: h.DocumentID, Path: h.Path, Rel: h.Rel, Heading: h.Heading,
+				Page: h.Page, LineStart: h.LineStart, LineEnd: h.LineEnd, Text: h.Text})
+		}
+	}
+	return out
 }
 
 // retrieve runs the query embedding, then vector ‖ BM25, fused.
@@ -270,6 +302,9 @@ func (x *ask) assemble() error {
 			return err
 		}
 		x.prompt, x.passages = p.text, p.passages
+		for _, q := range p.turn {
+			x.t.TurnPassages = append(x.t.TurnPassages, q.ChunkID)
+		}
 	} else {
 		x.passages = passages
 		x.degrade(3, "no generation model: extractive answer")

@@ -178,6 +178,9 @@ func (x *ask) specKey() string {
 	h := sha256.New()
 	for _, m := range x.history {
 		fmt.Fprintf(h, "%s\x00%s\x00", m.Role, m.Content)
+		for _, p := range m.passages {
+			fmt.Fprintf(h, "%d,", p.ChunkID)
+		}
 	}
 	return fmt.Sprintf("%s|%d|%x|%s", x.m.chat.ID(), x.ws.ID, h.Sum(nil)[:8], strings.Join(ids, ","))
 }

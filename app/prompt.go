@@ -25,7 +25,15 @@ If the sources do not contain the answer, say that you could not find it in the 
 // prompt is an assembled prompt and what went into it.
 type prompt struct {
 	text     string
-	passages []retrieve.Passage // those that fit, in prompt order
+	passages []retrieve.Passage // every passage it holds, numbered in this order
+	turn     []retrieve.Passage // those placed in this turn's message (a suffix of passages)
+}
+
+// turn is an earlier message of the chat, with the passages its prompt
+// carried (user turns only).
+type turn struct {
+	engine.Message
+	passages []retrieve.Passage
 }
 
 // tokenizer is the part of a chat model that assembly needs.
@@ -38,7 +46,7 @@ type tokenizer interface {
 // assemble builds the prompt for m, counting each passage's tokens with
 // its tokenizer (counts are remembered per model and text, so a passage
 // costs a runner round trip only the first time it is retrieved).
-func (a *App) assemble(ctx context.Context, m tokenizer, history []engine.Message, question string,
+func (a *App) assemble(ctx context.Context, m tokenizer, history []turn, question string,
 	passages []retrieve.Passage, budget int) (prompt, error) {
 	count := func(p retrieve.Passage) (int, error) {
 		block := sourceBlock(0, p)
@@ -68,21 +76,46 @@ func (a *App) assemble(ctx context.Context, m tokenizer, history []engine.Messag
 const maxTokenCounts = 4096
 
 // assemble lays the prompt out for prefix caching: the stable system prompt,
-// then the passages (in a stable order, so a follow-up that retrieves the same
-// passages reuses their KV), then the conversation so far, the question last.
-// Passages are added best first until the token budget is spent.
+// then each earlier turn exactly as it was sent (its passages, its
+// question, the answer), then this turn: the passages not already in the
+// prompt, in a stable order (by chunk id, so the same set gives the same
+// bytes), and the question last. So a follow-up reuses the whole previous
+// prompt, and a question asked again reuses all of it. This turn's passages
+// are added best first until the budget is spent; passages earlier turns
+// hold count against it, but this turn keeps at least half of it.
 // count gives a passage's tokens (nil: the chunk's estimate).
-func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), history []engine.Message,
-	question string, passages []retrieve.Passage, budget int) (prompt, error) {
-	var fit []retrieve.Passage
+func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), history []turn,
+	question string, candidates []retrieve.Passage, budget int) (prompt, error) {
+	tokens := func(p retrieve.Passage) (int, error) {
+		if count == nil {
+			return p.Tokens, nil
+		}
+		return count(p)
+	}
+	var all []retrieve.Passage
+	held := map[int64]bool{}
 	used := 0
-	for _, p := range passages {
-		n := p.Tokens
-		if count != nil {
-			var err error
-			if n, err = count(p); err != nil {
+	for _, h := range history {
+		for _, p := range h.passages {
+			n, err := tokens(p)
+			if err != nil {
 				return prompt{}, err
 			}
+			all = append(all, p)
+			held[p.ChunkID] = true
+			used += n
+		}
+	}
+	budget = max(budget-used, budget/2)
+	var fit []retrieve.Passage
+	used = 0
+	for _, p := range candidates {
+		if held[p.ChunkID] {
+			continue // already in the prompt, under its earlier number
+		}
+		n, err := tokens(p)
+		if err != nil {
+			return prompt{}, err
 		}
 		if used+n > budget && len(fit) > 0 {
 			continue // a shorter passage further down may still fit
@@ -94,37 +127,35 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 		fit = append(fit, p)
 		used += n
 	}
-	// Stable order: by chunk id, so the same set of passages gives the same
-	// bytes whatever their scores.
-	ordered := slices.Clone(fit)
-	slices.SortFunc(ordered, func(a, b retrieve.Passage) int { return cmp.Compare(a.ChunkID, b.ChunkID) })
+	slices.SortFunc(fit, func(a, b retrieve.Passage) int { return cmp.Compare(a.ChunkID, b.ChunkID) })
 
-	var b strings.Builder
-	if len(ordered) > 0 {
-		b.WriteString("Sources:\n\n")
-		for i, p := range ordered {
-			b.WriteString(sourceBlock(i+1, p))
-		}
-	}
 	msgs := []engine.Message{{Role: "system", Content: systemPrompt}}
-	first := true
-	for _, m := range history {
-		if first && m.Role == "user" && b.Len() > 0 {
-			m.Content = b.String() + m.Content
-			first = false
+	n := 0
+	userTurn := func(ps []retrieve.Passage, q string) engine.Message {
+		var b strings.Builder
+		if len(ps) > 0 {
+			b.WriteString("Sources:\n\n")
+			for _, p := range ps {
+				n++
+				b.WriteString(sourceBlock(n, p))
+			}
 		}
-		msgs = append(msgs, m)
+		b.WriteString(questionMark + " " + q)
+		return engine.Message{Role: "user", Content: b.String()}
 	}
-	q := "Question: " + question
-	if first && b.Len() > 0 {
-		q = b.String() + q
+	for _, h := range history {
+		if h.Role == "user" {
+			msgs = append(msgs, userTurn(h.passages, h.Content))
+		} else {
+			msgs = append(msgs, h.Message)
+		}
 	}
-	msgs = append(msgs, engine.Message{Role: "user", Content: q})
+	msgs = append(msgs, userTurn(fit, question))
 	text, err := tmpl.Render(msgs)
 	if err != nil {
 		return prompt{}, err
 	}
-	return prompt{text: text, passages: ordered}, nil
+	return prompt{text: text, passages: append(all, fit...), turn: fit}, nil
 }
 
 // sourceBlock is one passage as the model sees it.

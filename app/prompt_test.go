@@ -18,13 +18,13 @@ func TestAssemble(t *testing.T) {
 	tests := []struct {
 		name    string
 		budget  int
-		history []engine.Message
+		history []turn
 		want    []int64 // chunk ids in prompt order
 	}{
 		{"all fit, stable order", 1000, nil, []int64{10, 20, 30}},
 		{"budget skips the long one", 250, nil, []int64{10, 30}},
 		{"first passage always fits, truncated", 50, nil, []int64{30}},
-		{"history after passages", 1000, []engine.Message{{Role: "user", Content: "earlier q"}, {Role: "assistant", Content: "earlier a"}}, []int64{10, 20, 30}},
+		{"history after passages", 1000, []turn{{Message: engine.Message{Role: "user", Content: "earlier q"}}, {Message: engine.Message{Role: "assistant", Content: "earlier a"}}}, []int64{10, 20, 30}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,12 +51,42 @@ func TestAssemble(t *testing.T) {
 			if !strings.HasSuffix(p.text, "Question: the question<|im_end|>\n<|im_start|>assistant\n") {
 				t.Errorf("question is not last: %q", p.text[len(p.text)-80:])
 			}
-			if i := strings.Index(p.text, "[1] "); i < 0 || i > strings.Index(p.text, "Question:") {
+			if i := strings.Index(p.text, "[1] "); i < 0 || i > strings.LastIndex(p.text, "Question:") {
 				t.Error("sources not numbered before the question")
 			}
-			if len(tt.history) > 0 && strings.Index(p.text, "earlier a") < strings.Index(p.text, "[1] ") {
-				t.Error("history placed before the passages")
+			if len(tt.history) > 0 && strings.Index(p.text, "earlier a") > strings.Index(p.text, "[1] ") {
+				t.Error("this turn's passages placed before the history")
 			}
 		})
+	}
+}
+
+// TestAssembleFollowUp: a follow-up repeats the earlier turn byte for byte
+// (its passages, its question, the answer), so the previous prompt is a
+// prefix of the new one; passages already held are not repeated.
+func TestAssembleFollowUp(t *testing.T) {
+	tmpl := engine.TemplateFor("<|im_start|>")
+	a := retrieve.Passage{ChunkID: 10, Rel: "a.md", Text: "first", Tokens: 100}
+	b := retrieve.Passage{ChunkID: 20, Rel: "b.md", Text: "second", Tokens: 100}
+	c := retrieve.Passage{ChunkID: 30, Rel: "c.md", Text: "third", Tokens: 100}
+	first, err := assemble(tmpl, nil, nil, "q1", []retrieve.Passage{b, a}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := []turn{{Message: engine.Message{Role: "user", Content: "q1"}, passages: first.turn},
+		{Message: engine.Message{Role: "assistant", Content: "answer one"}}}
+	next, err := assemble(tmpl, nil, history, "q2", []retrieve.Passage{c, a}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upToAnswer := strings.TrimSuffix(first.text, "<|im_start|>assistant\n")
+	if !strings.HasPrefix(next.text, upToAnswer+"<|im_start|>assistant\nanswer one") {
+		t.Errorf("the follow-up does not repeat the first turn:\n%s\n---\n%s", first.text, next.text)
+	}
+	if len(next.turn) != 1 || next.turn[0].ChunkID != 30 || len(next.passages) != 3 {
+		t.Errorf("turn passages %v, all %v: want only the new one in this turn", next.turn, next.passages)
+	}
+	if !strings.Contains(next.text, "[3] c.md") {
+		t.Errorf("the new passage is not numbered after the earlier ones: %q", next.text)
 	}
 }

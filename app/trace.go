@@ -13,18 +13,21 @@ import (
 // milliseconds; StageStarts gives each stage's start as an offset from the
 // moment the request was received, so stages can be drawn on one axis.
 type Trace struct {
-	RequestID         string    `json:"request_id"`
-	WorkspaceID       int64     `json:"workspace_id"`
-	ChatID            int64     `json:"chat_id"`
-	Question          string    `json:"question"`
-	VersionID         string    `json:"version_id"`
-	Route             string    `json:"route"`
-	FallbackLevel     int       `json:"fallback_level"`
-	FallbackReason    string    `json:"fallback_reason"`
-	PromptTokens      int       `json:"prompt_tokens"`
-	CachedTokens      int       `json:"cached_tokens"`
-	EvalTokens        int       `json:"eval_tokens"`
-	ContextChunks     int       `json:"context_chunks"`
+	RequestID      string `json:"request_id"`
+	WorkspaceID    int64  `json:"workspace_id"`
+	ChatID         int64  `json:"chat_id"`
+	Question       string `json:"question"`
+	VersionID      string `json:"version_id"`
+	Route          string `json:"route"`
+	FallbackLevel  int    `json:"fallback_level"`
+	FallbackReason string `json:"fallback_reason"`
+	PromptTokens   int    `json:"prompt_tokens"`
+	CachedTokens   int    `json:"cached_tokens"`
+	EvalTokens     int    `json:"eval_tokens"`
+	ContextChunks  int    `json:"context_chunks"`
+	// TurnPassages are the chunks this question's own turn carried, in
+	// prompt order (a follow-up's prompt repeats them as they were).
+	TurnPassages      []int64   `json:"turn_passages,omitempty"`
 	ContextBudget     int       `json:"context_budget"`
 	EmbedCacheHit     bool      `json:"embed_cache_hit"`
 	RetrievalCacheHit bool      `json:"retrieval_cache_hit"`

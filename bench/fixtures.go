@@ -39,3 +39,7 @@ func Demo(dir, shape string, log io.Writer) (chat, embed, library string, err er
 	}
 	return chat, embed, library, nil
 }
+
+// SampleQueries are the sample library's labelled questions (JSON lines of
+// {"query", "relevant"}), as `lore eval retrieval` reads them.
+func SampleQueries() []byte { return sample.Queries() }

@@ -7,7 +7,7 @@ import (
 
 func benchCmd(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("bench: which one? engine, retrieval or load")
+		return fmt.Errorf("bench: which one? engine, retrieval, load or ttft")
 	}
 	switch args[0] {
 	case "engine":
@@ -16,6 +16,8 @@ func benchCmd(ctx context.Context, args []string) error {
 		return benchRetrieval(ctx, args[1:])
 	case "load":
 		return benchLoad(ctx, args[1:])
+	case "ttft":
+		return benchTTFT(ctx, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (engine, retrieval or load)", args[0])
+	return fmt.Errorf("bench: unknown benchmark %q (engine, retrieval, load or ttft)", args[0])
 }

@@ -22,7 +22,7 @@ type command struct {
 
 var commands = map[string]command{
 	"synth-model": {"write a synthetic GGUF model for tests and benchmarks", synthModel},
-	"bench":       {"benchmarks: bench engine|retrieval|load [--json]", benchCmd},
+	"bench":       {"benchmarks: bench engine|retrieval|load|ttft [--json]", benchCmd},
 	"demo":        {"index a sample library with synthetic models and stream an answer with its timings", demo},
 	"index":       {"index folders: index [--workspace W] [--embed-model F] PATH...", indexCmd},
 	"search":      {"search the library: search [--json] \"query\"", searchCmd},

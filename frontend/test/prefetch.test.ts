@@ -45,3 +45,26 @@ describe('DraftPrefetcher', () => {
     expect(sent).toEqual([]);
   });
 });
+
+import cases from './typing-cases.json';
+
+describe('DraftPrefetcher on the shared typing cases (bench/typing.go replays the same)', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  for (const c of cases as Array<{ text: string; gap_ms: number; sends: Array<[number, string]> }>) {
+    it(`sends what the benchmark expects for ${JSON.stringify(c.text)}`, () => {
+      const sent: Array<[number, string]> = [];
+      const t0 = Date.now(); // fake timers move the clock too
+      const p = new DraftPrefetcher((d) => sent.push([Date.now() - t0, d]));
+      const step = (ms: number) => vi.advanceTimersByTime(ms);
+      for (let i = 1; i <= c.text.length; i++) {
+        step(c.gap_ms);
+        p.input(c.text.slice(0, i));
+      }
+      step(c.gap_ms); // Enter comes one gap after the last key
+      p.reset();
+      expect(sent).toEqual(c.sends);
+    });
+  }
+});

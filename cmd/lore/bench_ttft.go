@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"lore/app"
+	"lore/bench"
+)
+
+// ttftReport is what `lore bench ttft` measures: Enter → first token (the
+// server's ttft_ms) for questions asked cold, typed at a human pace with
+// the UI's prefetch rule replayed, asked as follow-ups, and the first one
+// after a restart.
+type ttftReport struct {
+	CPU            string  `json:"cpu"`
+	Model          string  `json:"model"`
+	Questions      int     `json:"questions"`
+	CharsPerSecond float64 `json:"chars_per_s"`
+
+	ColdP50        float64  `json:"cold_p50_ms"`
+	ColdP95        float64  `json:"cold_p95_ms"`
+	TypedP50       float64  `json:"typed_p50_ms"`
+	TypedP95       float64  `json:"typed_p95_ms"`
+	PrefetchHit    float64  `json:"prefetch_hit_rate"`
+	PrefetchMisses []string `json:"prefetch_misses"`
+	PromptP50      float64  `json:"prompt_tokens_p50"`
+	ColdEvalP50    float64  `json:"cold_eval_tokens_p50"`
+	TypedEvalP50   float64  `json:"typed_eval_tokens_p50"`
+
+	FollowupP50   float64 `json:"followup_p50_ms"`
+	FollowupP95   float64 `json:"followup_p95_ms"`
+	FollowupReuse float64 `json:"followup_reuse"`      // median cached_tokens / the previous prompt's tokens
+	FollowupEval  float64 `json:"followup_eval_ratio"` // median eval_tokens / the previous prompt's tokens
+
+	SystemTokens     int     `json:"system_prefix_tokens"`
+	PrefixPrefillMs  float64 `json:"system_prefix_prefill_ms"` // the first start: read
+	RestartWarmMs    float64 `json:"restart_warm_ms"`          // after a restart: restored
+	RestartRestored  bool    `json:"restart_restored"`
+	RestartReadyMs   float64 `json:"restart_ready_ms"` // app start to warm, model load included
+	RestartFirstTTFT float64 `json:"restart_first_ttft_ms"`
+}
+
+func benchTTFT(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench ttft", flag.ContinueOnError)
+	dir := fs.String("dir", filepath.Join(os.TempDir(), "lore-bench-ttft"), "`folder` for the synthetic models and library")
+	shape := fs.String("shape", "0.5b", "synthetic chat model shape (when --model is not given)")
+	model := fs.String("model", "", "chat model GGUF `file` (default: a synthetic one of --shape)")
+	n := fs.Int("questions", 20, "questions per mode, from the sample library's labelled queries")
+	cps := fs.Float64("cps", 5, "typing speed in characters per second")
+	maxTokens := fs.Int("max-tokens", 8, "tokens generated per answer")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	chat, embed, lib, err := bench.Demo(*dir, *shape, os.Stderr)
+	if err != nil {
+		return err
+	}
+	if *model != "" {
+		chat = *model
+	}
+	qs, err := app.ReadEvalQueries(bytes.NewReader(bench.SampleQueries()))
+	if err != nil {
+		return err
+	}
+	if *n > len(qs) {
+		*n = len(qs)
+	}
+	data, err := os.MkdirTemp(*dir, "data-") // a fresh data folder: the first start reads the system prefix
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(data)
+	open := func() (*app.App, error) {
+		a, err := app.New(ctx, app.Config{DataDir: data, ChatModel: chat, EmbedModel: embed, Warm: true})
+		if err != nil {
+			return nil, err
+		}
+		if err := a.WaitWarm(ctx); err != nil {
+			a.Close()
+			return nil, err
+		}
+		return a, nil
+	}
+	a, err := open()
+	if err != nil {
+		return err
+	}
+	defer func() { a.Close() }()
+	s := a.Settings()
+	s.MaxTokens = *maxTokens
+	if err := a.SaveSettings(ctx, s); err != nil {
+		return err
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	logf("indexing the sample library…")
+	if _, err := a.Index(ctx, "", []string{lib}, nil); err != nil {
+		return err
+	}
+	rep := ttftReport{CPU: cpuModel() + " · runner " + app.DescribeCPU().Variant, Model: filepath.Base(chat), Questions: *n, CharsPerSecond: *cps}
+	warm := a.Warmed()
+	rep.SystemTokens, rep.PrefixPrefillMs = warm.Tokens, warm.PrefillMs
+	askOne := func(q string, chat int64) (*app.Trace, error) {
+		return a.Ask(ctx, app.AskRequest{Question: q, ChatID: chat}, func(app.Event) error { return nil })
+	}
+
+	var cold, typed, prompts, coldEval, typedEval []float64
+	for i, q := range qs[:*n] {
+		tr, err := askOne(q.Query, 0)
+		if err != nil {
+			return err
+		}
+		cold = append(cold, tr.Stages[app.StageTTFT])
+		prompts = append(prompts, float64(tr.PromptTokens))
+		coldEval = append(coldEval, float64(tr.EvalTokens))
+		logf("cold %2d/%d: ttft %6.0f ms, %d prompt tokens, %d evaluated", i+1, *n, tr.Stages[app.StageTTFT], tr.PromptTokens, tr.EvalTokens)
+	}
+
+	hits := 0
+	gap := time.Duration(float64(time.Second) / *cps)
+	for i, q := range qs[:*n] {
+		sends, enter := bench.Typing(q.Query, gap)
+		start := time.Now()
+		for _, d := range sends {
+			time.Sleep(time.Until(start.Add(d.At)))
+			go a.Prefetch(ctx, app.PrefetchRequest{Draft: d.Draft, ClientID: "bench"})
+		}
+		time.Sleep(time.Until(start.Add(enter)))
+		tr, err := askOne(q.Query, 0)
+		if err != nil {
+			return err
+		}
+		typed = append(typed, tr.Stages[app.StageTTFT])
+		typedEval = append(typedEval, float64(tr.EvalTokens))
+		if tr.Prefetch == app.PrefetchHit {
+			hits++
+		} else {
+			rep.PrefetchMisses = append(rep.PrefetchMisses, fmt.Sprintf("%s: %s", tr.Prefetch, tr.PrefetchMiss))
+		}
+		logf("typed %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d evaluated after Enter)", i+1, *n,
+			tr.Stages[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.EvalTokens)
+	}
+	rep.PrefetchHit = round2(float64(hits) / float64(max(*n, 1)))
+
+	// Follow-ups: a second question about the same document, in the same chat.
+	var follow, reuse, evalRatio []float64
+	for i, pair := range sameDocPairs(qs, *n) {
+		first, err := askOne(pair[0], 0)
+		if err != nil {
+			return err
+		}
+		next, err := askOne(pair[1], first.ChatID)
+		if err != nil {
+			return err
+		}
+		follow = append(follow, next.Stages[app.StageTTFT])
+		reuse = append(reuse, float64(next.CachedTokens)/float64(max(first.PromptTokens, 1)))
+		evalRatio = append(evalRatio, float64(next.EvalTokens)/float64(max(first.PromptTokens, 1)))
+		logf("follow-up %2d: ttft %6.0f ms, %d of the previous %d prompt tokens reused, %d evaluated", i+1,
+			next.Stages[app.StageTTFT], next.CachedTokens, first.PromptTokens, next.EvalTokens)
+	}
+
+	// Restart: a new app on the same data folder restores the system prefix.
+	a.Close()
+	start := time.Now()
+	if a, err = open(); err != nil {
+		return err
+	}
+	rep.RestartReadyMs = round2(float64(time.Since(start).Microseconds()) / 1000)
+	w := a.Warmed()
+	rep.RestartRestored, rep.RestartWarmMs = w.Restored, w.RestoreMs
+	if !w.Restored {
+		rep.RestartWarmMs = w.PrefillMs
+	}
+	tr, err := askOne(qs[0].Query, 0)
+	if err != nil {
+		return err
+	}
+	rep.RestartFirstTTFT = tr.Stages[app.StageTTFT]
+
+	rep.ColdP50, rep.ColdP95 = pctOf(sorted(cold), 0.5), pctOf(sorted(cold), 0.95)
+	rep.TypedP50, rep.TypedP95 = pctOf(sorted(typed), 0.5), pctOf(sorted(typed), 0.95)
+	rep.PromptP50 = pctOf(sorted(prompts), 0.5)
+	rep.ColdEvalP50, rep.TypedEvalP50 = pctOf(sorted(coldEval), 0.5), pctOf(sorted(typedEval), 0.5)
+	rep.FollowupP50, rep.FollowupP95 = pctOf(sorted(follow), 0.5), pctOf(sorted(follow), 0.95)
+	rep.FollowupReuse, rep.FollowupEval = round2(pctOf(sorted(reuse), 0.5)), round2(pctOf(sorted(evalRatio), 0.5))
+	if *asJSON {
+		return printJSON(rep)
+	}
+	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median)\n", rep.Model, *n, int(rep.PromptP50))
+	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median)\n", rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50))
+	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%% at %.0f chars/s)\n", rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, *cps)
+	fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (reuses %.0f%% of the previous prompt, evaluates %.0f%% of it again)\n", rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupEval)
+	fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms\n",
+		rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT)
+	return nil
+}
+
+// sameDocPairs pairs up to n questions whose relevant document is the same.
+func sameDocPairs(qs []app.EvalQuery, n int) [][2]string {
+	byDoc := map[string][]string{}
+	var docs []string
+	for _, q := range qs {
+		if len(q.Relevant) == 0 {
+			continue
+		}
+		d := q.Relevant[0]
+		if byDoc[d] == nil {
+			docs = append(docs, d)
+		}
+		byDoc[d] = append(byDoc[d], q.Query)
+	}
+	var out [][2]string
+	for _, d := range docs {
+		if qs := byDoc[d]; len(qs) >= 2 && len(out) < n {
+			out = append(out, [2]string{qs[0], qs[1]})
+		}
+	}
+	return out
+}
+
+func sorted(xs []float64) []float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s
+}
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
+
+// cpuModel is the CPU's name as Linux reports it ("" elsewhere).
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
