@@ -112,7 +112,7 @@ export class App {
     if (view === 'latency') void this.latency.refresh();
     if (view === 'models') void this.models.load();
     if (view === 'settings') void this.settings.load();
-    if (view === 'library') void this.library.load(this.current());
+    if (view === 'library') void this.library.show(this.current());
   }
 
   private current(): Workspace | undefined {
@@ -148,6 +148,8 @@ export class App {
     }
     if (changed) await this.chat.reset();
     else this.chat.updateHint();
-    if (this.view === 'library' || changed) await this.library.load(this.current());
+    // The Library follows progress only while open; a reload of the list only re-renders it (no new
+    // stream), so a stream that ends and reloads the workspaces cannot reopen itself.
+    if (this.view === 'library') await (changed ? this.library.show(this.current()) : this.library.update(this.current()));
   }
 }

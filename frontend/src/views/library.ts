@@ -16,6 +16,10 @@ export function progressText(p: Progress): string {
   return parts.join(' · ');
 }
 
+/** After an add or re-index: how often, and how far apart, an idle answer is taken as "not started yet". */
+const RUN_WAIT_TRIES = 20;
+const RUN_WAIT_MS = 250;
+
 export class LibraryView {
   readonly el: HTMLElement;
   private readonly wsTitle: HTMLElement;
@@ -31,6 +35,11 @@ export class LibraryView {
   private watching = '';
   private progressErrors: ProgressError[] = [];
   private docErrors: ProgressError[] = [];
+  /** The summary the last progress stream ended with (JSON), to tell a finished run from an idle answer. */
+  private lastSummary: string | undefined;
+  /** Retries left while waiting for a run the view asked for (add folder, re-index) to show up. */
+  private expectRuns = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly ctx: Ctx) {
     const desktop = ctx.t.desktop;
@@ -89,18 +98,40 @@ export class LibraryView {
     this.renderErrors();
   }
 
-  /** Shows the workspace (or the empty state) and starts following its indexing progress. */
-  async load(ws: Workspace | undefined): Promise<void> {
-    clear(this.folders);
-    clear(this.docs);
-    this.docErrors = [];
-    if (this.watching !== (ws?.name ?? '')) {
-      this.progressErrors = [];
+  /**
+   * The view was opened, or its workspace changed while open: shows the workspace (or the empty state),
+   * lists its documents and follows its indexing. An idle workspace answers the progress stream with `done`
+   * at once; that ends the stream and nothing more is asked until the user acts (or a run is reported).
+   */
+  async show(ws: Workspace | undefined): Promise<void> {
+    const name = ws?.name ?? '';
+    if (this.watching !== name) {
       this.stopWatching();
+      this.watching = name;
+      this.progressErrors = [];
+      this.lastSummary = undefined;
+      this.expectRuns = 0;
       this.bar.value = 0;
       this.barText.textContent = 'Idle';
       this.current.textContent = '';
+      clear(this.docs);
+      this.docErrors = [];
     }
+    this.renderWorkspace(ws);
+    if (!ws) return;
+    this.watch();
+    await this.loadDocuments();
+  }
+
+  /** The workspace's data changed (folders, counts): re-renders it and its documents; opens no stream. */
+  async update(ws: Workspace | undefined): Promise<void> {
+    if ((ws?.name ?? '') !== this.watching) return this.show(ws);
+    this.renderWorkspace(ws);
+    if (ws) await this.loadDocuments();
+  }
+
+  private renderWorkspace(ws: Workspace | undefined): void {
+    clear(this.folders);
     this.renderErrors();
     if (!ws) {
       this.wsTitle.textContent = 'Library';
@@ -117,8 +148,6 @@ export class LibraryView {
       );
     }
     if (!ws.folders?.length) this.folders.append(h('li', { class: 'muted', text: 'No folders yet.' }));
-    this.watch();
-    await this.loadDocuments();
   }
 
   private async loadDocuments(): Promise<void> {
@@ -131,7 +160,8 @@ export class LibraryView {
       this.ctx.notify(`Cannot list documents: ${errMsg(e)}`);
       return;
     }
-    clear(this.docs);
+    if (ws !== this.ctx.workspace()) return; // switched meanwhile
+    clear(this.docs); // replaced in one go: no empty table in between
     for (const d of docs) {
       this.docs.append(
         h('tr', { class: d.status === 'error' ? 'error' : '', testid: 'document', attrs: { 'data-status': d.status } },
@@ -157,29 +187,60 @@ export class LibraryView {
     if (!seen.size) this.errors.append(h('li', { class: 'muted', text: 'None.' }));
   }
 
-  private watch(): void {
+  /**
+   * Follows the workspace's indexing. Over HTTP each stream ends with `done` (at once when idle), so a run
+   * is seen only by a stream open while it runs: after an add or re-index the stream is reopened a few times
+   * (bounded) until the run shows up or its summary differs from the last one seen.
+   */
+  private watch(expectRun = false): void {
     const ws = this.ctx.workspace();
-    if (!ws || this.unwatch) return;
+    if (!ws) return;
+    if (expectRun) this.expectRuns = RUN_WAIT_TRIES;
+    if (this.unwatch) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     this.watching = ws;
+    let sawProgress = false;
     this.unwatch = this.ctx.t.watchProgress(ws, {
-      onProgress: (p) => this.onProgress(p),
-      onDone: () => {
-        this.bar.value = this.bar.max;
+      onProgress: (p) => {
+        sawProgress = true;
+        this.expectRuns = 0;
+        this.onProgress(p);
+      },
+      onDone: (summary) => {
+        const http = this.ctx.t.kind === 'http';
+        if (http) this.stopWatching(); // the stream has ended
+        const key = JSON.stringify(summary ?? null);
+        const ran = !http || sawProgress || (this.lastSummary !== undefined && key !== this.lastSummary);
+        this.lastSummary = key;
+        if (!ran && this.expectRuns > 0) {
+          // The run asked for has not started yet: look again shortly.
+          this.expectRuns--;
+          this.retryTimer = setTimeout(() => {
+            this.retryTimer = undefined;
+            if (this.watching === ws) this.watch();
+          }, RUN_WAIT_MS);
+          return;
+        }
+        this.expectRuns = 0;
+        this.bar.max = 1;
+        this.bar.value = 1;
         this.barText.textContent = 'Up to date';
         this.current.textContent = '';
-        // An HTTP progress stream ends after `done`; it is opened again after the next add/re-index.
-        if (this.ctx.t.kind === 'http') this.stopWatching();
-        void this.loadDocuments();
-        this.ctx.workspacesChanged();
+        // A finished run changed the documents and the workspace's counts: the shell reloads both.
+        if (ran) this.ctx.workspacesChanged();
       },
       onError: (m) => {
         this.stopWatching();
+        this.expectRuns = 0;
         this.barText.textContent = `Progress unavailable: ${m}`;
       },
     });
   }
 
   private stopWatching(): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     this.unwatch?.();
     this.unwatch = undefined;
   }
@@ -209,7 +270,8 @@ export class LibraryView {
       const added = await this.ctx.t.addFolder(ws, path);
       if (this.pathInput) this.pathInput.value = '';
       if (added === '' && this.ctx.t.desktop) return; // picker cancelled
-      this.watch();
+      this.barText.textContent = 'Starting…';
+      this.watch(true);
       this.ctx.workspacesChanged();
     } catch (e) {
       this.ctx.notify(`Cannot add the folder: ${errMsg(e)}`);
@@ -235,7 +297,7 @@ export class LibraryView {
       this.renderErrors();
       await this.ctx.t.reindex(ws);
       this.barText.textContent = 'Starting…';
-      this.watch();
+      this.watch(true);
     } catch (e) {
       this.ctx.notify(`Cannot re-index: ${errMsg(e)}`);
     }
