@@ -220,7 +220,7 @@ func (s *splitter) stopped() bool {
 
 func (s *splitter) split() []Chunk {
 	s.ovStart = -1
-	for start, end := range paragraphs(s.text) {
+	for start, end := range paragraphs(s.text, s.stopped) {
 		if s.stopped() {
 			return nil
 		}
@@ -417,11 +417,11 @@ func (s *splitter) cutOver(start, end, level int) {
 	var parts iter.Seq2[int, int]
 	switch level {
 	case levelPara:
-		parts = sentences(s.text, start, end)
+		parts = sentences(s.text, start, end, s.stopped)
 	case levelSentence:
-		parts = splitAt(s.text, start, end, func(b byte) bool { return b == '\n' })
+		parts = splitAt(s.text, start, end, func(b byte) bool { return b == '\n' }, s.stopped)
 	case levelLine:
-		parts = splitAt(s.text, start, end, isSpaceByte)
+		parts = splitAt(s.text, start, end, isSpaceByte, s.stopped)
 	default:
 		s.cutRunes(start, end, s.push)
 		return
@@ -515,14 +515,23 @@ func (s *splitter) cutRunes(start, end int, emit func(unit)) {
 	}
 }
 
-// paragraphs yields the trimmed spans of text between blank lines.
-func paragraphs(text string) iter.Seq2[int, int] {
+// scanStride is how many bytes the scans below go between looks at stop, so
+// that a cancelled split of a huge text ends in milliseconds, not after a
+// full pass over it.
+const scanStride = 64 << 10
+
+// paragraphs yields the trimmed spans of text between blank lines, until
+// stop says to end.
+func paragraphs(text string, stop func() bool) iter.Seq2[int, int] {
 	return func(yield func(int, int) bool) {
 		start := 0
 		for start < len(text) {
 			// find a blank line: "\n" followed by optional spaces and another "\n"
 			end, next := len(text), len(text)
 			for i := start; i < len(text); i++ {
+				if i%scanStride == 0 && stop() {
+					return
+				}
 				if text[i] != '\n' {
 					continue
 				}
@@ -545,10 +554,21 @@ func paragraphs(text string) iter.Seq2[int, int] {
 
 // sentences cuts [start, end) after sentence-ending punctuation (and any
 // closing quotes or brackets) that is followed by a space.
-func sentences(text string, start, end int) iter.Seq2[int, int] {
+func sentences(text string, start, end int, stop func() bool) iter.Seq2[int, int] {
 	return func(yield func(int, int) bool) {
-		from := start
+		from, look := start, start+scanStride
 		for i := start; i < end; {
+			if i >= look {
+				if stop() {
+					return
+				}
+				look = i + scanStride
+			}
+			c := text[i]
+			if c < utf8.RuneSelf && c != '.' && c != '!' && c != '?' { // most text: no ender
+				i++
+				continue
+			}
 			r, n := utf8.DecodeRuneInString(text[i:end])
 			i += n
 			if !strings.ContainsRune(enders, r) {
@@ -575,10 +595,13 @@ func sentences(text string, start, end int) iter.Seq2[int, int] {
 }
 
 // splitAt cuts [start, end) at every byte for which sep is true.
-func splitAt(text string, start, end int, sep func(byte) bool) iter.Seq2[int, int] {
+func splitAt(text string, start, end int, sep func(byte) bool, stop func() bool) iter.Seq2[int, int] {
 	return func(yield func(int, int) bool) {
 		from := start
 		for i := start; i <= end; i++ {
+			if (i-start)%scanStride == 0 && stop() {
+				return
+			}
 			if i == end || sep(text[i]) {
 				if p, ok := trim(text, from, i); ok && !yield(p[0], p[1]) {
 					return
