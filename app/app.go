@@ -141,8 +141,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data folder: %w", err)
+	if err := privateDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "lore.db"))
 	if err != nil {
@@ -193,6 +193,26 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		close(a.cur.warmed)
 	}
 	return a, nil
+}
+
+// privateDir creates the data folder readable by the user alone, and
+// tightens one that exists with wider permissions: it holds the library's
+// text, the chats and the server's tokens. Files inside are 0600 as well
+// (the store and the token files see to theirs).
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data folder: %w", err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data folder: %w", err)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, st.Mode().Perm()&0o700); err != nil {
+			return fmt.Errorf("data folder %s is readable by others and cannot be made private: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // DefaultWorkspace is the workspace used when none is named.

@@ -204,12 +204,15 @@ func (a *App) Trace(ctx context.Context, id string) (*Trace, error) {
 
 // TraceStats is the percentile view the latency panel shows.
 type TraceStats struct {
-	Window        string                 `json:"window"`
-	N             int                    `json:"n"`
-	Stages        map[string]Percentiles `json:"stages"`
-	ByBucket      map[string]GroupStats  `json:"by_bucket"`
-	ByFallback    map[string]GroupStats  `json:"by_fallback"`
-	TTFTHistogram []HistogramBin         `json:"ttft_histogram"`
+	Window     string                 `json:"window"`
+	N          int                    `json:"n"`
+	Stages     map[string]Percentiles `json:"stages"`
+	ByBucket   map[string]GroupStats  `json:"by_bucket"`
+	ByFallback map[string]GroupStats  `json:"by_fallback"`
+	// ByPrefetch splits answers by whether their prompt was read while the
+	// user typed: hit, miss or none.
+	ByPrefetch    map[string]GroupStats `json:"by_prefetch"`
+	TTFTHistogram []HistogramBin        `json:"ttft_histogram"`
 }
 
 // Percentiles of one stage.
@@ -251,7 +254,20 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 		return TraceStats{}, err
 	}
 	counts := make([]int, len(ttftBins)+1)
+	type group struct{ ttft, total []float64 }
+	prefetch := map[string]*group{}
 	for _, r := range recs {
+		var t struct {
+			Prefetch string `json:"prefetch"`
+		}
+		if json.Unmarshal(r.JSON, &t) == nil && t.Prefetch != "" {
+			g := prefetch[t.Prefetch]
+			if g == nil {
+				g = &group{}
+				prefetch[t.Prefetch] = g
+			}
+			g.ttft, g.total = append(g.ttft, r.TTFTms), append(g.total, r.TotalMs)
+		}
 		i := 0
 		for i < len(ttftBins) && r.TTFTms > ttftBins[i] {
 			i++
@@ -265,6 +281,10 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 			bin.LE = &le
 		}
 		out.TTFTHistogram = append(out.TTFTHistogram, bin)
+	}
+	out.ByPrefetch = map[string]GroupStats{}
+	for k, g := range prefetch {
+		out.ByPrefetch[k] = GroupStats{N: len(g.ttft), TTFT: store.Percentile(g.ttft), Total: store.Percentile(g.total), Stages: map[string]Percentiles{}}
 	}
 	return out, nil
 }

@@ -151,7 +151,16 @@ func (s *Server) reindex(w http.ResponseWriter, r *http.Request) {
 }
 
 // progress streams indexing progress until the run ends or the client goes.
+// Each open stream holds a goroutine and a subscription until its run
+// ends, so their number is capped.
 func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
+	if s.progressN.Add(1) > s.maxProgress {
+		s.progressN.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many progress streams open (at most %d)", s.maxProgress))
+		return
+	}
+	defer s.progressN.Add(-1)
 	events, now, stop, err := s.app.Subscribe(r.Context(), r.PathValue("ws"))
 	if err != nil {
 		fail(w, err)

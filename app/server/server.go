@@ -1,6 +1,13 @@
 // Package server is Lore's local HTTP API and web UI. It binds loopback,
-// and every request passes an exact Host allowlist, an Origin check and a
-// token check before any handler runs.
+// and every request passes an exact Host allowlist, an Origin and
+// Sec-Fetch-Site check and a bearer token check before any handler runs.
+//
+// Credentials are bearer tokens only, never cookies: browsers send a
+// cookie for 127.0.0.1 to every port of it, so any other local service
+// the user visits would receive it. The UI gets its token from the URL's
+// fragment and keeps it in sessionStorage, which is per origin (port
+// included). Two tokens exist: the full one, which rotates with every
+// `lore serve`, and the OpenAI-compatible one, which grants /v1/* only.
 package server
 
 import (
@@ -18,6 +25,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"lore/app"
@@ -26,51 +34,129 @@ import (
 // MaxBody bounds request bodies.
 const MaxBody = 1 << 20
 
+// Defaults for Options' zero values.
+const (
+	DefaultReadTimeout        = 30 * time.Second
+	DefaultMaxProgressStreams = 16
+)
+
 // Server serves the API and the UI for one App.
 type Server struct {
-	app   *app.App
-	token string
-	ui    fs.FS // the built frontend; nil serves a notice
+	app    *app.App
+	token  string // full access
+	openai string // /v1/* only; "" when none was issued
+	ui     fs.FS  // the built frontend; nil serves a notice
 	// hosts are the exact Host header values accepted; origins likewise.
 	hosts   map[string]bool
 	origins map[string]bool
 	metrics http.Handler
+
+	readTimeout time.Duration
+	maxProgress int64
+	progressN   atomic.Int64 // progress streams open now
 }
 
 // Options configures a Server.
 type Options struct {
 	UI      fs.FS
 	Metrics http.Handler // /metrics; nil: 404
+	// OpenAIToken, when set, is a second token that grants the
+	// OpenAI-compatible endpoints (POST /v1/chat/completions, GET
+	// /v1/models) and nothing else, for clients that cannot be trusted
+	// with the library (see LoadOpenAIToken).
+	OpenAIToken string
+	// ReadTimeout bounds reading one request, headers and body (default
+	// DefaultReadTimeout); a client that sends slower is cut off. Streamed
+	// replies are not bounded by it.
+	ReadTimeout time.Duration
+	// MaxProgressStreams caps the progress streams open at once, over all
+	// workspaces (default DefaultMaxProgressStreams); beyond it a
+	// subscription gets 429.
+	MaxProgressStreams int
 }
 
-// LoadToken reads the access token from the data folder, creating it
-// (readable by the user alone) on first use.
+// Token files in the data folder, each readable by the user alone.
+const (
+	TokenFile       = "token"        // the full token of the running `lore serve`
+	OpenAITokenFile = "openai-token" // the /v1-only token; kept across runs
+)
+
+// MinTokenLen is the shortest token accepted from a file or the
+// environment.
+const MinTokenLen = 32
+
+// LoadToken returns the full token saved in the data folder, creating one
+// on first use. `lore serve --keep-token` uses it; RotateToken is the
+// default.
 func LoadToken(dataDir string) (string, error) {
-	path := filepath.Join(dataDir, "token")
+	return loadOrCreate(filepath.Join(dataDir, TokenFile), "")
+}
+
+// RotateToken creates a fresh full token and saves it in the data folder
+// (replacing the previous one), so a token seen once stops working when
+// the server restarts.
+func RotateToken(dataDir string) (string, error) {
+	t, err := newToken("")
+	if err != nil {
+		return "", err
+	}
+	return t, saveToken(filepath.Join(dataDir, TokenFile), t)
+}
+
+// SaveToken saves a token chosen by the user ($LORE_TOKEN) as the full
+// token.
+func SaveToken(dataDir, token string) error {
+	if len(token) < MinTokenLen || strings.ContainsFunc(token, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return fmt.Errorf("token: want at least %d printable ASCII characters without spaces", MinTokenLen)
+	}
+	return saveToken(filepath.Join(dataDir, TokenFile), token)
+}
+
+// LoadOpenAIToken returns the /v1-only token saved in the data folder,
+// creating one on first use. It is kept across runs, because it is
+// configured into other programs; delete the file to rotate it.
+func LoadOpenAIToken(dataDir string) (string, error) {
+	return loadOrCreate(filepath.Join(dataDir, OpenAITokenFile), "lore-v1-")
+}
+
+func loadOrCreate(path, prefix string) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
-		if t := strings.TrimSpace(string(b)); len(t) >= 32 {
-			os.Chmod(path, 0o600)
+		if t := strings.TrimSpace(string(b)); len(t) >= MinTokenLen && strings.HasPrefix(t, prefix) {
+			if err := os.Chmod(path, 0o600); err != nil {
+				return "", fmt.Errorf("token file: %w", err)
+			}
 			return t, nil
 		}
 	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	t, err := newToken(prefix)
+	if err != nil {
 		return "", err
 	}
-	t := hex.EncodeToString(b[:])
-	// Write a fresh file and rename it over the old one: os.WriteFile keeps
-	// an existing file's (possibly world-readable) mode.
-	tmp, err := os.CreateTemp(dataDir, ".token-*")
+	return t, saveToken(path, t)
+}
+
+func newToken(prefix string) (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return prefix + hex.EncodeToString(b[:]), nil
+}
+
+// saveToken writes a fresh file and renames it over the old one:
+// os.WriteFile keeps an existing file's (possibly world-readable) mode.
+func saveToken(path, t string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".token-*")
 	if err != nil {
-		return "", fmt.Errorf("save token: %w", err)
+		return fmt.Errorf("save token: %w", err)
 	}
 	_, werr := tmp.WriteString(t + "\n")
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o600), os.Rename(tmp.Name(), path)); err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("save token: %w", err)
+		return fmt.Errorf("save token: %w", err)
 	}
-	return t, nil
+	return nil
 }
 
 // Listen binds addr, refusing addresses that are not loopback.
@@ -90,8 +176,15 @@ func Listen(addr string) (net.Listener, error) {
 // Origin values.
 func New(a *app.App, token string, ln net.Listener, opt Options) *Server {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	s := &Server{app: a, token: token, ui: opt.UI, metrics: opt.Metrics,
-		hosts: map[string]bool{}, origins: map[string]bool{}}
+	s := &Server{app: a, token: token, openai: opt.OpenAIToken, ui: opt.UI, metrics: opt.Metrics,
+		hosts: map[string]bool{}, origins: map[string]bool{},
+		readTimeout: opt.ReadTimeout, maxProgress: int64(opt.MaxProgressStreams)}
+	if s.readTimeout <= 0 {
+		s.readTimeout = DefaultReadTimeout
+	}
+	if s.maxProgress <= 0 {
+		s.maxProgress = DefaultMaxProgressStreams
+	}
 	for _, h := range []string{"127.0.0.1", "localhost", "[::1]"} {
 		s.hosts[h+":"+port] = true
 		s.origins["http://"+h+":"+port] = true
@@ -99,16 +192,27 @@ func New(a *app.App, token string, ln net.Listener, opt Options) *Server {
 	return s
 }
 
-// URL is the address to open, carrying the token.
+// URL is the address to open, carrying the token in its fragment: a
+// fragment never reaches the server (nor logs or Referer headers), and the
+// page removes it from the address bar as soon as it has read it.
 func (s *Server) URL(ln net.Listener) string {
-	return fmt.Sprintf("http://127.0.0.1:%d/?token=%s", ln.Addr().(*net.TCPAddr).Port, s.token)
+	return fmt.Sprintf("http://127.0.0.1:%d/#token=%s", ln.Addr().(*net.TCPAddr).Port, s.token)
+}
+
+// OpenAIBase is the base URL for OpenAI-compatible clients.
+func (s *Server) OpenAIBase(ln net.Listener) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/v1", ln.Addr().(*net.TCPAddr).Port)
 }
 
 // Serve serves on ln until ctx ends.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.Handler(),
+		// ReadTimeout covers headers and body; net/http lifts the read
+		// deadline once the body is read, so long streamed replies (and
+		// noticing a client that leaves them) are unaffected.
+		ReadHeaderTimeout: min(10*time.Second, s.readTimeout),
+		ReadTimeout:       s.readTimeout,
 		MaxHeaderBytes:    32 << 10,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
@@ -133,7 +237,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Handler is the whole server: checks first, then the routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.auth(h)) }
+	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.auth(scopeAll, h)) }
+	v1 := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.auth(scopeOpenAI, h)) }
 
 	api("POST /api/ask", s.ask)
 	api("POST /api/ask/{id}/cancel", s.cancel)
@@ -156,18 +261,18 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/system", s.system)
 	api("GET /api/settings", s.getSettings)
 	api("PUT /api/settings", s.putSettings)
-	api("POST /v1/chat/completions", s.completions)
-	api("GET /v1/models", s.openaiModels)
+	v1("POST /v1/chat/completions", s.completions)
+	v1("GET /v1/models", s.openaiModels)
 	if s.metrics != nil {
-		mux.Handle("GET /metrics", s.auth(s.metrics.ServeHTTP))
+		mux.Handle("GET /metrics", s.auth(scopeAll, s.metrics.ServeHTTP))
 	}
 	mux.HandleFunc("GET /", s.static)
 	return s.guard(mux)
 }
 
 // guard runs before any handler: exact Host (DNS rebinding: a rebound page
-// is same-origin, so only the Host header tells), Origin when present, and
-// bounded bodies.
+// is same-origin, so only the Host header tells), Origin when present,
+// Sec-Fetch-Site, and bounded bodies.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hosts[r.Host] {
@@ -178,8 +283,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, "origin not allowed")
 			return
 		}
-		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-			writeError(w, http.StatusForbidden, "cross-site request")
+		// Browsers send Sec-Fetch-Site on every request. "same-site"
+		// includes every other port of 127.0.0.1 and localhost, so only
+		// the page's own origin ("same-origin") and the user typing the
+		// address ("none") pass; clients that are not browsers send none.
+		switch r.Header.Get("Sec-Fetch-Site") {
+		case "", "same-origin", "none":
+		default:
+			writeError(w, http.StatusForbidden, "request from another site or port")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
@@ -189,16 +300,26 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// auth accepts the bearer token or the cookie the UI got from the URL.
-func (s *Server) auth(h http.HandlerFunc) http.Handler {
+// A scope is what a route demands of its token.
+type scope int
+
+const (
+	scopeAll    scope = iota // the full token
+	scopeOpenAI              // the full token or the /v1-only one
+)
+
+// auth accepts the bearer token a route's scope allows. Cookies are never
+// read (see the package comment).
+func (s *Server) auth(sc scope, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := ""
-		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			got = v
-		} else if c, err := r.Cookie("lore_token"); err == nil {
-			got = c.Value
-		}
-		if s.token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		switch {
+		case tokenIs(got, s.token):
+		case tokenIs(got, s.openai) && sc == scopeOpenAI:
+		case tokenIs(got, s.openai):
+			writeError(w, http.StatusForbidden, "this key grants the OpenAI-compatible API only (POST /v1/chat/completions, GET /v1/models)")
+			return
+		default:
 			writeError(w, http.StatusUnauthorized, "missing or wrong token: open the URL that `lore serve` printed")
 			return
 		}
@@ -206,25 +327,36 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 	})
 }
 
+// tokenIs compares in constant time; an empty want matches nothing.
+func tokenIs(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// static serves the UI. `/?token=…` sets the cookie and redirects, so the
-// token leaves the address bar and history.
+// static serves the UI. `/?token=…` (the old login URL, kept for links
+// and scripts) redirects to `/#token=…`, where the page takes the token
+// from the fragment; no cookie is set.
 func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.Path; strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/metrics" {
 		writeError(w, http.StatusNotFound, "no such endpoint") // not the UI's index page
 		return
 	}
 	if t := r.URL.Query().Get("token"); t != "" && r.URL.Path == "/" {
-		if s.token == "" || subtle.ConstantTimeCompare([]byte(t), []byte(s.token)) != 1 {
+		if !tokenIs(t, s.token) {
 			writeError(w, http.StatusUnauthorized, "wrong token")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: "lore_token", Value: s.token, Path: "/", HttpOnly: true,
-			SameSite: http.SameSiteStrictMode})
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, "/#token="+s.token, http.StatusSeeOther)
 		return
+	}
+	if _, err := r.Cookie("lore_token"); err == nil {
+		// Left by an older Lore, which authenticated with it: expire it,
+		// since browsers send it to every port of this host.
+		http.SetCookie(w, &http.Cookie{Name: "lore_token", Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+			SameSite: http.SameSiteStrictMode})
 	}
 	w.Header().Set("Content-Security-Policy", csp)
 	w.Header().Set("X-Frame-Options", "DENY")
@@ -253,12 +385,17 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // fail maps an app error to a status.
 func fail(w http.ResponseWriter, err error) {
 	var mb *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.Is(err, app.ErrBusy):
 		w.Header().Set("Retry-After", "2")
 		writeError(w, http.StatusTooManyRequests, "Lore is busy answering other questions; try again shortly")
 	case errors.As(err, &mb):
 		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+	case errors.As(err, &ne) && ne.Timeout():
+		// The body did not arrive within ReadTimeout.
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, "request body too slow")
 	case errors.Is(err, app.ErrOutsideLibrary):
 		writeError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, app.ErrNotFound):
@@ -277,7 +414,8 @@ func decode(r *http.Request, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
+		var ne net.Error
+		if errors.As(err, &mb) || errors.As(err, &ne) && ne.Timeout() {
 			return err
 		}
 		return fmt.Errorf("%w: %v", errBadRequest, err)

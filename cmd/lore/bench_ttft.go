@@ -35,10 +35,11 @@ type ttftReport struct {
 	ColdEvalP50    float64  `json:"cold_eval_tokens_p50"`
 	TypedEvalP50   float64  `json:"typed_eval_tokens_p50"`
 
-	FollowupP50   float64 `json:"followup_p50_ms"`
-	FollowupP95   float64 `json:"followup_p95_ms"`
-	FollowupReuse float64 `json:"followup_reuse"`      // median cached_tokens / the previous prompt's tokens
-	FollowupEval  float64 `json:"followup_eval_ratio"` // median eval_tokens / the previous prompt's tokens
+	FollowupP50    float64 `json:"followup_p50_ms"`
+	FollowupP95    float64 `json:"followup_p95_ms"`
+	FollowupReuse  float64 `json:"followup_reuse"`   // median cached_tokens / the previous prompt's tokens
+	FollowupReeval float64 `json:"followup_reeval"`  // median share of the previous prompt evaluated again
+	FollowupNew    float64 `json:"followup_new_p50"` // median tokens evaluated that the previous prompt did not hold
 
 	SystemTokens     int     `json:"system_prefix_tokens"`
 	PrefixPrefillMs  float64 `json:"system_prefix_prefill_ms"` // the first start: read
@@ -151,7 +152,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	rep.PrefetchHit = round2(float64(hits) / float64(max(*n, 1)))
 
 	// Follow-ups: a second question about the same document, in the same chat.
-	var follow, reuse, evalRatio []float64
+	var follow, reuse, evalRatio, fresh []float64
 	for i, pair := range sameDocPairs(qs, *n) {
 		first, err := askOne(pair[0], 0)
 		if err != nil {
@@ -163,7 +164,8 @@ func benchTTFT(ctx context.Context, args []string) error {
 		}
 		follow = append(follow, next.Stages[app.StageTTFT])
 		reuse = append(reuse, float64(next.CachedTokens)/float64(max(first.PromptTokens, 1)))
-		evalRatio = append(evalRatio, float64(next.EvalTokens)/float64(max(first.PromptTokens, 1)))
+		evalRatio = append(evalRatio, float64(max(first.PromptTokens-next.CachedTokens, 0))/float64(max(first.PromptTokens, 1)))
+		fresh = append(fresh, float64(next.PromptTokens-max(first.PromptTokens, next.CachedTokens)))
 		logf("follow-up %2d: ttft %6.0f ms, %d of the previous %d prompt tokens reused, %d evaluated", i+1,
 			next.Stages[app.StageTTFT], next.CachedTokens, first.PromptTokens, next.EvalTokens)
 	}
@@ -191,14 +193,16 @@ func benchTTFT(ctx context.Context, args []string) error {
 	rep.PromptP50 = pctOf(sorted(prompts), 0.5)
 	rep.ColdEvalP50, rep.TypedEvalP50 = pctOf(sorted(coldEval), 0.5), pctOf(sorted(typedEval), 0.5)
 	rep.FollowupP50, rep.FollowupP95 = pctOf(sorted(follow), 0.5), pctOf(sorted(follow), 0.95)
-	rep.FollowupReuse, rep.FollowupEval = round2(pctOf(sorted(reuse), 0.5)), round2(pctOf(sorted(evalRatio), 0.5))
+	rep.FollowupReuse, rep.FollowupReeval = round2(pctOf(sorted(reuse), 0.5)), round2(pctOf(sorted(evalRatio), 0.5))
+	rep.FollowupNew = pctOf(sorted(fresh), 0.5)
 	if *asJSON {
 		return printJSON(rep)
 	}
 	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median)\n", rep.Model, *n, int(rep.PromptP50))
 	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median)\n", rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50))
 	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%% at %.0f chars/s)\n", rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, *cps)
-	fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (reuses %.0f%% of the previous prompt, evaluates %.0f%% of it again)\n", rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupEval)
+	fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (reuses %.0f%% of the previous prompt, evaluates %.0f%% of it again; %d new tokens, median)\n",
+		rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupReeval, int(rep.FollowupNew))
 	fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms\n",
 		rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT)
 	return nil
