@@ -23,6 +23,7 @@ import (
 const childEnv = "LORE_INGEST_CRASH_CHILD"
 
 func TestMain(m *testing.M) {
+	parse.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(crashChild(spec))
 	}

@@ -5,6 +5,11 @@
 // Every document is committed in its own transaction, and a document is marked indexed
 // only in the transaction that stores its chunks, so a run killed at any moment leaves a
 // consistent store; the next run re-scans and finishes the job.
+//
+// Every step is bounded: each loop checks the context, so a cancelled run returns within
+// a fraction of a second, and each document has a time budget (Options.DocTimeout) for
+// its reading, parsing and chunking in this process; one over it is recorded as an error
+// and the run goes on.
 package ingest
 
 import (
@@ -15,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -58,7 +62,22 @@ type Options struct {
 	Progress func(Progress)
 	// Debounce is how long Watch waits for a burst of changes to end; 0: 500 ms.
 	Debounce time.Duration
+	// DocTimeout is the time one document may take in this process: hashing, parsing
+	// and chunking (the Parser bounds its worker and pdftotext by its own Timeout too).
+	// A document over it is recorded as an error. 0: DefaultDocTimeout.
+	DocTimeout time.Duration
+	// FollowOutside, if set, tells for each folder being walked (its absolute path, as
+	// registered) whether symlinks in it may lead outside it. nil: never, unless
+	// Walk.FollowOutside allows it for all.
+	FollowOutside func(folder string) bool
 }
+
+// DefaultDocTimeout is Options.DocTimeout when zero. Reading, parsing and chunking run
+// at 20 MB/s or more on one slow core, and files over 50 MB are not read at all.
+const DefaultDocTimeout = 2 * time.Minute
+
+// ErrOverBudget is the reason recorded for a document that ran over Options.DocTimeout.
+var ErrOverBudget = errors.New("over its time budget")
 
 // Phases of a run, in order.
 const (
@@ -88,18 +107,35 @@ type DocError struct {
 	Reason string `json:"reason"`
 }
 
+// Skip is a file deliberately left out and why: a walk.Skip* reason (binary, too large,
+// not a regular file, a link to outside the folder or to nothing) or the parser's
+// (unsupported, no text).
+type Skip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// MaxListedSkips is how many skipped files a Summary lists; Skipped counts them all.
+const MaxListedSkips = 1000
+
 // Summary is the outcome of a run.
 type Summary struct {
-	Files     int        `json:"files"`     // candidate files found
-	Indexed   int        `json:"indexed"`   // parsed and stored
-	Unchanged int        `json:"unchanged"` // same size and mtime, or same content
-	Skipped   int        `json:"skipped"`   // binary, too large, unsupported or empty, now or before
-	Deleted   int        `json:"deleted"`
-	Renamed   int        `json:"renamed"`
-	Chunks    int        `json:"chunks"`   // chunks written
-	Embedded  int        `json:"embedded"` // chunks embedded
-	Errors    []DocError `json:"errors"`
-	Seconds   float64    `json:"seconds"`
+	Files     int `json:"files"`     // candidate files found
+	Indexed   int `json:"indexed"`   // parsed and stored
+	Unchanged int `json:"unchanged"` // same size and mtime, or same content
+	// Skipped counts files left out: binary, too large, not regular files, links to
+	// outside the folder or to nothing, found now; unsupported or empty, decided now or
+	// before.
+	Skipped int `json:"skipped"`
+	// SkippedFiles lists the first MaxListedSkips of those decided in this run (a file
+	// found unsupported in an earlier run and unchanged since is only counted).
+	SkippedFiles []Skip     `json:"skipped_files"`
+	Deleted      int        `json:"deleted"`
+	Renamed      int        `json:"renamed"`
+	Chunks       int        `json:"chunks"`   // chunks written
+	Embedded     int        `json:"embedded"` // chunks embedded
+	Errors       []DocError `json:"errors"`
+	Seconds      float64    `json:"seconds"`
 }
 
 // found is a file on disk during a run.
@@ -158,7 +194,10 @@ func (ix *Indexer) newRun(ctx context.Context, workspace string, paths []string,
 	if opt.EmbedBatch <= 0 {
 		opt.EmbedBatch = 32
 	}
-	r := &run{ix: ix, opt: opt, start: time.Now(), sum: Summary{Errors: []DocError{}}}
+	if opt.DocTimeout <= 0 {
+		opt.DocTimeout = DefaultDocTimeout
+	}
+	r := &run{ix: ix, opt: opt, start: time.Now(), sum: Summary{Errors: []DocError{}, SkippedFiles: []Skip{}}}
 	ws, err := ix.DB.EnsureWorkspace(ctx, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -290,8 +329,9 @@ func (r *run) scan(ctx context.Context) (map[string]*found, []string, error) {
 	wopt := r.opt.Walk
 	userSkipped := wopt.Skipped
 	wopt.Skipped = func(path, reason string) {
-		if reason == walk.SkipTooLarge || reason == walk.SkipBinary {
-			r.sum.Skipped++
+		switch reason {
+		case walk.SkipTooLarge, walk.SkipBinary, walk.SkipSpecial, walk.SkipOutside, walk.SkipBroken:
+			r.skipped(path, reason)
 		}
 		if userSkipped != nil {
 			userSkipped(path, reason)
@@ -299,6 +339,7 @@ func (r *run) scan(ctx context.Context) (map[string]*found, []string, error) {
 	}
 	r.emit(Progress{Phase: PhaseScan}, true)
 	for _, folder := range r.folders {
+		wopt.FollowOutside = r.opt.Walk.FollowOutside || (r.opt.FollowOutside != nil && r.opt.FollowOutside(folder.Path))
 		onErr := func(path string, err error) {
 			if errors.Is(err, fs.ErrNotExist) {
 				return // vanished during the walk: it is simply gone
@@ -358,7 +399,10 @@ func (r *run) renames(ctx context.Context, gone []*store.Document, fresh []*foun
 			rest = append(rest, f)
 			continue
 		}
-		h, err := hashFile(f.Path)
+		h, err := bounded(ctx, r.opt.DocTimeout, func(ctx context.Context) (string, error) { return hashFile(ctx, f.Path) })
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
 		if err != nil {
 			rest = append(rest, f) // the parse phase will report it
 			continue
@@ -455,13 +499,18 @@ func (r *run) index(ctx context.Context, j job) error {
 	db := r.ix.DB
 	f := j.f
 	d := store.Document{WorkspaceID: r.ws.ID, FolderID: f.folder, Path: f.Path, Rel: f.Rel, Size: f.Size, ModTime: f.ModTime}
+	// One budget for all the document's work in this process.
+	dctx, cancel := context.WithTimeoutCause(ctx, r.opt.DocTimeout, ErrOverBudget)
+	defer cancel()
 	if f.hash == "" {
-		h, err := hashFile(f.Path)
-		if errors.Is(err, fs.ErrNotExist) {
+		h, err := bounded(dctx, 0, func(ctx context.Context) (string, error) { return hashFile(ctx, f.Path) })
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, fs.ErrNotExist):
 			return r.vanished(ctx, j)
-		}
-		if err != nil {
-			return r.fail(ctx, d, err)
+		case err != nil:
+			return r.fail(ctx, d, r.budgetError(dctx, err))
 		}
 		f.hash = h
 	}
@@ -480,7 +529,21 @@ func (r *run) index(ctx context.Context, j job) error {
 		})
 		return nil
 	}
-	doc, err := r.ix.Parser.Parse(ctx, f.Path)
+	type parsed struct {
+		doc    *parse.Doc
+		chunks []chunk.Chunk
+	}
+	res, err := bounded(dctx, 0, func(ctx context.Context) (parsed, error) {
+		doc, err := r.ix.Parser.Parse(ctx, f.Path)
+		if err != nil {
+			return parsed{}, err
+		}
+		chunks, err := chunk.SplitContext(ctx, doc, r.opt.Chunk)
+		if err != nil {
+			return parsed{}, fmt.Errorf("chunk %s: %w", f.Path, err)
+		}
+		return parsed{doc, chunks}, nil
+	})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -490,10 +553,10 @@ func (r *run) index(ctx context.Context, j job) error {
 	case errors.Is(err, parse.ErrUnsupported):
 		return r.skip(ctx, d, err.Error())
 	case err != nil:
-		return r.fail(ctx, d, err)
+		return r.fail(ctx, d, r.budgetError(dctx, err))
 	}
+	doc, chunks := res.doc, res.chunks
 	d.Parser, d.Title = doc.Parser, doc.Title
-	chunks := chunk.Split(doc, r.opt.Chunk)
 	if len(chunks) == 0 {
 		return r.skip(ctx, d, "no text")
 	}
@@ -528,10 +591,73 @@ func (r *run) vanished(ctx context.Context, j job) error {
 func (r *run) skip(ctx context.Context, d store.Document, reason string) error {
 	d.Status, d.Error = store.StatusSkipped, reason
 	if err := r.ix.DB.ReplaceDocument(ctx, d, nil); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("ingest: %w", err)
 	}
-	r.count(func(s *Summary) { s.Skipped++ })
+	r.skipped(d.Path, reason)
 	return nil
+}
+
+// skipped counts a file left out and lists it while the list is short.
+func (r *run) skipped(path, reason string) {
+	r.count(func(s *Summary) {
+		s.Skipped++
+		if len(s.SkippedFiles) < MaxListedSkips {
+			s.SkippedFiles = append(s.SkippedFiles, Skip{Path: path, Reason: reason})
+		}
+	})
+}
+
+// budgetError names the budget in err when the document ran over it: the error itself
+// may only say that its context was cancelled.
+func (r *run) budgetError(dctx context.Context, err error) error {
+	if errors.Is(context.Cause(dctx), ErrOverBudget) && !errors.Is(err, ErrOverBudget) {
+		return fmt.Errorf("%w of %v: %v", ErrOverBudget, r.opt.DocTimeout, err)
+	}
+	if errors.Is(err, ErrOverBudget) {
+		return fmt.Errorf("%w of %v", ErrOverBudget, r.opt.DocTimeout)
+	}
+	return err
+}
+
+// abandonAfter is how long bounded waits, once its context is done, for work that did not
+// notice.
+const abandonAfter = 250 * time.Millisecond
+
+// bounded runs fn in a goroutine of its own and waits for it, or for ctx to be done and
+// then abandonAfter more. Everything fn runs checks ctx, but some waits cannot be
+// interrupted (a read from a hung network drive), and one stuck document must hold up
+// neither the run nor its cancellation: fn is then left to finish on its own and its
+// result dropped. A budget > 0 bounds fn by a context of its own.
+func bounded[T any](ctx context.Context, budget time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	if budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, budget, ErrOverBudget)
+		defer cancel()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1) // a goroutine left behind can still send, and then exit
+	go func() {
+		v, err := fn(ctx)
+		ch <- result{v, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.v, res.err
+	case <-ctx.Done():
+	}
+	select {
+	case res := <-ch:
+		return res.v, res.err
+	case <-time.After(abandonAfter):
+		var zero T
+		return zero, context.Cause(ctx)
+	}
 }
 
 func (r *run) fail(ctx context.Context, d store.Document, cause error) error {
@@ -575,15 +701,27 @@ func (r *run) emit(p Progress, force bool) {
 	r.opt.Progress(p)
 }
 
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
+// hashFile hashes a file's content, checking ctx between reads.
+func hashFile(ctx context.Context, path string) (string, error) {
+	f, _, err := parse.OpenRegular(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	buf := make([]byte, 256<<10)
+	for {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
+		n, err := f.Read(buf)
+		h.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -124,10 +124,11 @@ func TestIncremental(t *testing.T) {
 	p := func(rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
 
 	type want struct {
-		sum      Summary // Errors and Seconds not compared
+		sum      Summary // Errors, SkippedFiles and Seconds not compared
 		errs     int
-		embedded int  // passages sent to the embedder in this step
-		bump     bool // generation moved
+		skipped  []string // base names of the files listed as skipped in this run
+		embedded int      // passages sent to the embedder in this step
+		bump     bool     // generation moved
 		search   map[string][]string
 	}
 	steps := []struct {
@@ -165,11 +166,11 @@ func TestIncremental(t *testing.T) {
 		{"error not retried", func() {},
 			want{sum: Summary{Files: 3, Unchanged: 3}}},
 		{"binary skipped", func() { os.WriteFile(p("blob.txt"), []byte("\x00\x01\x02binary\x00"), 0o644) },
-			want{sum: Summary{Files: 3, Unchanged: 3, Skipped: 1}}},
+			want{sum: Summary{Files: 3, Unchanged: 3, Skipped: 1}, skipped: []string{"blob.txt"}}},
 		{"empty file", func() { write(t, p("empty.txt"), "") },
-			want{sum: Summary{Files: 4, Unchanged: 3, Skipped: 2}}},
+			want{sum: Summary{Files: 4, Unchanged: 3, Skipped: 2}, skipped: []string{"blob.txt", "empty.txt"}}},
 		{"skips remembered", func() {},
-			want{sum: Summary{Files: 4, Unchanged: 3, Skipped: 2}}},
+			want{sum: Summary{Files: 4, Unchanged: 3, Skipped: 2}, skipped: []string{"blob.txt"}}},
 	}
 	for _, st := range steps {
 		st.do()
@@ -182,8 +183,15 @@ func TestIncremental(t *testing.T) {
 		if len(sum.Errors) != st.want.errs {
 			t.Errorf("%s: errors %+v, want %d", st.name, sum.Errors, st.want.errs)
 		}
+		var skipped []string
+		for _, s := range sum.SkippedFiles {
+			skipped = append(skipped, filepath.Base(s.Path))
+		}
+		if !slices.Equal(skipped, st.want.skipped) {
+			t.Errorf("%s: skipped files %+v, want %v", st.name, sum.SkippedFiles, st.want.skipped)
+		}
 		got := sum
-		got.Errors, got.Seconds = nil, 0
+		got.Errors, got.SkippedFiles, got.Seconds = nil, nil, 0
 		if !reflect.DeepEqual(got, st.want.sum) {
 			t.Errorf("%s: summary\n got %+v\nwant %+v", st.name, got, st.want.sum)
 		}

@@ -49,6 +49,7 @@ const (
 	SkipDuplicate = "already visited"
 	SkipSpecial   = "not a regular file"
 	SkipOutside   = "link to outside the folder"
+	SkipBroken    = "link to nothing"
 )
 
 // Options configures Walk.
@@ -238,8 +239,14 @@ func isLink(m fs.FileMode) bool { return m&fs.ModeSymlink != 0 || m&fs.ModeIrreg
 // later.
 func (w *walker) queueLink(p, r, real string, rules []rule, ancestors []fileID) {
 	target, err := realPath(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Not an error of a file to index: reported as skipped, so that what was stored
+		// for the link while it led somewhere is not kept as if hidden by an error.
+		w.skip(p, SkipBroken)
+		return
+	}
 	if err != nil {
-		w.onErr(p, linkError(err)) // dangling, a loop of links, permission
+		w.onErr(p, linkError(err)) // a loop of links, permission
 		return
 	}
 	w.links = append(w.links, link{path: p, rel: r, target: target, parent: real,
