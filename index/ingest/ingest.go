@@ -703,25 +703,28 @@ func (r *run) emit(p Progress, force bool) {
 
 // hashFile hashes a file's content, checking ctx between reads.
 func hashFile(ctx context.Context, path string) (string, error) {
-	f, _, err := parse.OpenRegular(path)
+	f, fi, err := parse.OpenRegular(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
-	buf := make([]byte, 256<<10)
-	for {
-		if ctx.Err() != nil {
-			return "", context.Cause(ctx)
-		}
-		n, err := f.Read(buf)
-		h.Write(buf[:n])
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "", err
-		}
+	buf := make([]byte, max(min(fi.Size()+1, 64<<10), 512)) // most notes are small
+	if _, err := io.CopyBuffer(h, ctxReader{ctx, f}, buf); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxReader fails reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
 }
