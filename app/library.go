@@ -201,16 +201,19 @@ type DocError struct {
 
 // Summary is the outcome of an indexing run.
 type Summary struct {
-	Files     int        `json:"files"`     // candidate files found
-	Indexed   int        `json:"indexed"`   // parsed and stored
-	Unchanged int        `json:"unchanged"` // same size and mtime, or same content
-	Skipped   int        `json:"skipped"`   // binary, too large, unsupported or empty
-	Deleted   int        `json:"deleted"`
-	Renamed   int        `json:"renamed"`
-	Chunks    int        `json:"chunks"`   // chunks written
-	Embedded  int        `json:"embedded"` // chunks embedded
-	Errors    []DocError `json:"errors"`
-	Seconds   float64    `json:"seconds"`
+	Files     int `json:"files"`     // candidate files found
+	Indexed   int `json:"indexed"`   // parsed and stored
+	Unchanged int `json:"unchanged"` // same size and mtime, or same content
+	Skipped   int `json:"skipped"`   // binary, too large, unsupported, empty, links outside the folder
+	// SkippedFiles lists (the first thousand of) the files skipped in this
+	// run, each with its reason.
+	SkippedFiles []DocError `json:"skipped_files"`
+	Deleted      int        `json:"deleted"`
+	Renamed      int        `json:"renamed"`
+	Chunks       int        `json:"chunks"`   // chunks written
+	Embedded     int        `json:"embedded"` // chunks embedded
+	Errors       []DocError `json:"errors"`
+	Seconds      float64    `json:"seconds"`
 }
 
 func progressOf(p ingest.Progress) Progress {
@@ -224,7 +227,10 @@ func progressOf(p ingest.Progress) Progress {
 
 func summaryOf(s ingest.Summary) Summary {
 	out := Summary{Files: s.Files, Indexed: s.Indexed, Unchanged: s.Unchanged, Skipped: s.Skipped, Deleted: s.Deleted,
-		Renamed: s.Renamed, Chunks: s.Chunks, Embedded: s.Embedded, Seconds: s.Seconds, Errors: []DocError{}}
+		Renamed: s.Renamed, Chunks: s.Chunks, Embedded: s.Embedded, Seconds: s.Seconds, Errors: []DocError{}, SkippedFiles: []DocError{}}
+	for _, k := range s.SkippedFiles {
+		out.SkippedFiles = append(out.SkippedFiles, DocError{Path: k.Path, Reason: k.Reason})
+	}
 	for _, e := range s.Errors {
 		out.Errors = append(out.Errors, DocError{Path: e.Path, Reason: e.Reason})
 	}
