@@ -63,6 +63,13 @@ func indexCmd(ctx context.Context, args []string) error {
 	for _, e := range sum.Errors {
 		fmt.Printf("  error: %s: %s\n", e.Path, e.Reason)
 	}
+	for i, k := range sum.SkippedFiles {
+		if i == 10 {
+			fmt.Printf("  … and %d more skipped (lore index --json lists them)\n", len(sum.SkippedFiles)-i)
+			break
+		}
+		fmt.Printf("  skipped: %s: %s\n", k.Path, k.Reason)
+	}
 	return err
 }
 
