@@ -13,6 +13,7 @@ import (
 	"lore/app"
 	"lore/engine/synth"
 	"lore/index/parse"
+	"lore/store"
 )
 
 // The test binary doubles as the parse worker; models run in the
@@ -297,23 +298,178 @@ func TestRerankBudget(t *testing.T) {
 
 func TestSourcePathConfined(t *testing.T) {
 	a := newApp(t, opts{embed: true})
-	res, err := a.Search(context.Background(), "default", "river market", searchOpts)
+	ctx := context.Background()
+	res, err := a.Search(ctx, "default", "river market", searchOpts)
 	if err != nil || len(res.Passages) == 0 {
 		t.Fatalf("search: %v %v", res, err)
 	}
-	path, err := a.SourcePath(context.Background(), res.Passages[0].ChunkID)
+	path, err := a.SourcePath(ctx, res.Passages[0].ChunkID)
 	if err != nil || !strings.HasSuffix(path, ".md") && !strings.HasSuffix(path, ".txt") {
 		t.Fatalf("source path %q: %v", path, err)
 	}
 	// After the folder is removed, its chunks are gone and nothing opens.
-	if err := a.RemoveFolder(context.Background(), "default", filepath.Join(setup(t), "library")); err != nil {
+	if err := a.RemoveFolder(ctx, "default", filepath.Join(setup(t), "library")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.SourcePath(context.Background(), res.Passages[0].ChunkID); err == nil {
+	if _, err := a.SourcePath(ctx, res.Passages[0].ChunkID); err == nil {
 		t.Error("a removed folder's file still opens")
 	}
-	if _, err := a.SourcePath(context.Background(), 1<<40); err == nil {
+	if _, err := a.SourcePath(ctx, 1<<40); err == nil {
 		t.Error("unknown chunk opened")
+	}
+
+	// Escape attempts. A folder of the workspace, files outside it (one in
+	// a sibling whose name starts like the folder's), and documents whose
+	// stored paths or files on disk point out of it.
+	root := t.TempDir()
+	lib, outside, sibling := filepath.Join(root, "lib"), filepath.Join(root, "outside"), filepath.Join(root, "lib2")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"a.md", "b.md", "c.md", "sub/d.md", "deep/e.md"} {
+		write(filepath.Join(lib, f), "# Inside\n\nThe lighthouse keeper's notes on "+f+".\n")
+	}
+	write(filepath.Join(outside, "secret.txt"), "the secret outside the library\n")
+	write(filepath.Join(outside, "d.md"), "# Outside\n\nThe secret that replaced sub/d.md.\n")
+	write(filepath.Join(sibling, "secret.txt"), "the sibling's secret\n")
+	if err := os.Symlink(filepath.Join(lib, "c.md"), filepath.Join(lib, "link-in.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Index(ctx, "confine", []string{lib}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Documents the indexer never writes, planted in the store as a
+	// tampered or stale database would hold them.
+	db, err := store.Open(ctx, filepath.Join(a.DataDir(), "lore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ws store.Workspace
+	wss, _ := db.Workspaces(ctx)
+	for _, w := range wss {
+		if w.Name == "confine" {
+			ws = w
+		}
+	}
+	folders, err := db.Folders(ctx, ws.ID)
+	if err != nil || len(folders) != 1 {
+		t.Fatalf("folders of confine: %v %v", folders, err)
+	}
+	chunkOf := func(path string) int64 {
+		t.Helper()
+		d, err := db.DocumentByPath(ctx, ws.ID, path)
+		if err != nil {
+			t.Fatalf("document %s: %v", path, err)
+		}
+		cs, err := db.Chunks(ctx, d.ID)
+		if err != nil || len(cs) == 0 {
+			t.Fatalf("chunks of %s: %v %v", path, cs, err)
+		}
+		return cs[0].ID
+	}
+	plant := func(path string) int64 {
+		t.Helper()
+		d := store.Document{WorkspaceID: ws.ID, FolderID: folders[0].ID, Path: path, Rel: filepath.Base(path), Parser: "text"}
+		if err := db.ReplaceDocument(ctx, d, []store.Chunk{{Text: "planted " + path, Tokens: 3}}); err != nil {
+			t.Fatal(err)
+		}
+		return chunkOf(path)
+	}
+	planted := map[string]int64{}
+	for _, p := range []string{
+		filepath.Join(lib, "..", "outside", "secret.txt"), // ".." out of the folder
+		lib + "/../outside/secret.txt",                    // the same, uncleaned
+		filepath.Join(outside, "secret.txt"),              // an absolute path elsewhere
+		filepath.Join(sibling, "secret.txt"),              // a sibling sharing the folder's prefix
+		filepath.Join(lib, "link-in.md"),                  // a link to a file inside: allowed
+		filepath.Join(lib, "deep", "..", "b.md"),          // ".." that stays inside: allowed
+	} {
+		planted[p] = plant(p)
+	}
+	indexed := map[string]int64{}
+	for _, f := range []string{"a.md", "b.md", "sub/d.md"} {
+		indexed[f] = chunkOf(filepath.Join(lib, f))
+	}
+	// After indexing: a file becomes a link out, a folder becomes a link
+	// out (with a file of the same name behind it).
+	if err := os.Remove(filepath.Join(lib, "a.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(lib, "a.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(lib, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(lib, "sub")); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name  string
+		chunk int64
+		ok    bool
+		want  string // the path it opens, when ok
+	}{
+		{"an ordinary file", indexed["b.md"], true, filepath.Join(lib, "b.md")},
+		{"a link to a file inside", planted[filepath.Join(lib, "link-in.md")], true, filepath.Join(lib, "c.md")},
+		{".. that stays inside", planted[filepath.Join(lib, "deep", "..", "b.md")], true, filepath.Join(lib, "b.md")},
+		{".. out of the folder", planted[filepath.Join(lib, "..", "outside", "secret.txt")], false, ""},
+		{".. out, uncleaned", planted[lib+"/../outside/secret.txt"], false, ""},
+		{"an absolute path elsewhere", planted[filepath.Join(outside, "secret.txt")], false, ""},
+		{"a sibling folder with the same prefix", planted[filepath.Join(sibling, "secret.txt")], false, ""},
+		{"a file replaced by a link out", indexed["a.md"], false, ""},
+		{"a folder replaced by a link out", indexed["sub/d.md"], false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := a.SourcePath(ctx, c.chunk)
+			if !c.ok {
+				if !errors.Is(err, app.ErrOutsideLibrary) {
+					t.Fatalf("SourcePath = %q, %v; want ErrOutsideLibrary", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("SourcePath: %v", err)
+			}
+			if want, _ := filepath.EvalSymlinks(c.want); got != want {
+				t.Errorf("SourcePath = %q, want %q", got, want)
+			}
+		})
+	}
+
+	// The folder itself reached through a link is still the folder: its
+	// files open, the ones outside it still do not.
+	linkRoot := filepath.Join(root, "lib-link")
+	if err := os.Symlink(lib, linkRoot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Index(ctx, "via-link", []string{linkRoot}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wss, _ = db.Workspaces(ctx)
+	for _, w := range wss {
+		if w.Name == "via-link" {
+			ws = w
+		}
+	}
+	if got, err := a.SourcePath(ctx, chunkOf(filepath.Join(linkRoot, "b.md"))); err != nil || !strings.HasSuffix(got, filepath.Join("lib", "b.md")) {
+		t.Errorf("a file of a folder added through a link: %q, %v", got, err)
+	}
+	if folders, err = db.Folders(ctx, ws.ID); err != nil || len(folders) != 1 {
+		t.Fatalf("folders of via-link: %v %v", folders, err)
+	}
+	if got, err := a.SourcePath(ctx, plant(filepath.Join(linkRoot, "..", "outside", "secret.txt"))); !errors.Is(err, app.ErrOutsideLibrary) {
+		t.Errorf("out of a folder added through a link: %q, %v", got, err)
 	}
 }
 
@@ -537,5 +693,64 @@ func TestRestartRestoresWarmPrefix(t *testing.T) {
 	r := ask(t, b, "when does the river market open", 0)
 	if r.trace.CachedTokens < first.Tokens {
 		t.Errorf("after the restore a question reused %d tokens, fewer than the %d-token prefix", r.trace.CachedTokens, first.Tokens)
+	}
+}
+
+// TestDataFolderPrivate: the data folder is 0700 and the database files
+// 0600, also when an older Lore (or the user) left them readable by others.
+func TestDataFolderPrivate(t *testing.T) {
+	ctx := context.Background()
+	perm := func(p string) os.FileMode {
+		t.Helper()
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
+	cases := []struct {
+		name    string
+		prepare func(dir string) // before app.New
+	}{
+		{"new folder", func(dir string) {}},
+		{"folder exists 0755", func(dir string) { os.Mkdir(dir, 0o755) }},
+		{"folder 0777 and files 0644 from an earlier run", func(dir string) {
+			a, err := app.New(ctx, app.Config{DataDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Close()
+			for _, f := range []string{"lore.db", "lore.db-wal", "lore.db-shm"} {
+				os.Chmod(filepath.Join(dir, f), 0o644)
+			}
+			os.Chmod(dir, 0o777)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			c.prepare(dir)
+			a, err := app.New(ctx, app.Config{DataDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			// A write, so the WAL and shared-memory files exist.
+			if err := a.SaveSettings(ctx, a.Settings()); err != nil {
+				t.Fatal(err)
+			}
+			if m := perm(dir); m != 0o700 {
+				t.Errorf("data folder %v, want 0700", m)
+			}
+			for _, f := range []string{"lore.db", "lore.db-wal", "lore.db-shm"} {
+				p := filepath.Join(dir, f)
+				if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) && f != "lore.db" {
+					continue // checkpointed away
+				}
+				if m := perm(p); m != 0o600 {
+					t.Errorf("%s %v, want 0600", f, m)
+				}
+			}
+		})
 	}
 }

@@ -41,7 +41,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := private(abs); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	w, err := sql.Open("sqlite3", dsn(abs, false))
@@ -69,6 +72,37 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	r.SetMaxOpenConns(max(4, runtime.NumCPU()))
 	return &DB{w: w, r: r, path: abs, stats: termStatsCache{n: -1}}, nil
+}
+
+// private makes the database and its WAL and shared-memory files readable
+// by the user alone. SQLite creates the database 0644 (less the umask)
+// and gives -wal and -shm the database's mode, so creating the database
+// 0600 first covers all three; files left by an older Lore are tightened.
+func private(abs string) error {
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // an empty file is an empty database
+	if err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+		st, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, st.Mode().Perm()&0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dsn builds a SQLite URI. Pragmas go in the DSN so that every pooled connection gets them.

@@ -344,3 +344,43 @@ func TestChats(t *testing.T) {
 		t.Errorf("%d messages left after deleting the workspace", n)
 	}
 }
+
+// TestFileModes: the database and its -wal and -shm files are readable by
+// the user alone, whatever the umask, and ones left wider are tightened.
+func TestFileModes(t *testing.T) {
+	ctx := context.Background()
+	for _, pre := range []os.FileMode{0, 0o644, 0o666} {
+		t.Run(fmt.Sprintf("existing %v", pre), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			path := filepath.Join(dir, "lore.db")
+			if pre != 0 {
+				db, err := Open(ctx, path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.Close()
+				os.Chmod(path, pre)
+			}
+			db, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.PutSetting(ctx, "k", 1); err != nil { // a write: -wal and -shm exist now
+				t.Fatal(err)
+			}
+			for _, p := range []string{path, path + "-wal", path + "-shm"} {
+				st, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m := st.Mode().Perm(); m != 0o600 {
+					t.Errorf("%s: %v, want 0600", filepath.Base(p), m)
+				}
+			}
+			if st, _ := os.Stat(dir); st.Mode().Perm()&0o077 != 0 {
+				t.Errorf("folder created %v", st.Mode().Perm())
+			}
+		})
+	}
+}

@@ -447,9 +447,9 @@ func TestBackpressure(t *testing.T) {
 	t.Run("overload", func(t *testing.T) {
 		const n = 12
 		type outcome struct {
-			res     askResult
-			err     error
-			elapsed time.Duration
+			res askResult
+			err error
+			end time.Time // when the reply (or the stream) ended
 		}
 		out := make([]outcome, n)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -459,9 +459,8 @@ func TestBackpressure(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				t0 := time.Now()
 				res, err := e.ask(ctx, t, map[string]any{"question": "river garden question " + strconv.Itoa(i)})
-				out[i] = outcome{res, err, time.Since(t0)}
+				out[i] = outcome{res, err, time.Now()}
 			})
 		}
 		close(start)
@@ -470,7 +469,12 @@ func TestBackpressure(t *testing.T) {
 			t.Fatal("asks still running after 60 s: something hangs")
 		}
 		accepted, refused := 0, 0
-		var maxRefusal time.Duration
+		var lastAnswer, lastRefusal time.Time // when the last accepted answer and the last refusal ended
+		for _, o := range out {
+			if o.err == nil && o.res.status == 200 && o.end.After(lastAnswer) {
+				lastAnswer = o.end
+			}
+		}
 		for i, o := range out {
 			if o.err != nil {
 				t.Errorf("ask %d: %v", i, o.err)
@@ -495,14 +499,20 @@ func TestBackpressure(t *testing.T) {
 					}
 				}
 				// A request that waits in the queue still learns its id
-				// early (the server holds it back only briefly).
-				if o.res.done != nil && o.res.done.Stages["queue_ms"] > 1500 && admittedAt.Sub(traceAt) < 500*time.Millisecond {
-					t.Errorf("ask %d waited %.0f ms in the queue but got its trace event only %v before admission",
-						i, o.res.done.Stages["queue_ms"], admittedAt.Sub(traceAt))
+				// early: its trace event is not held back until admission.
+				// Relative, not absolute: a busy machine stretches both
+				// the wait and the delivery.
+				if q := o.res.done; q != nil && q.Stages["queue_ms"] > 1000 {
+					if gap := ms(admittedAt.Sub(traceAt)); gap < q.Stages["queue_ms"]/4 {
+						t.Errorf("ask %d waited %.0f ms in the queue but got its trace event only %.0f ms before admission",
+							i, q.Stages["queue_ms"], gap)
+					}
 				}
 			case 429:
 				refused++
-				maxRefusal = max(maxRefusal, o.elapsed)
+				if o.end.After(lastRefusal) {
+					lastRefusal = o.end
+				}
 				if ra, err := strconv.Atoi(o.res.header.Get("Retry-After")); err != nil || ra < 1 {
 					t.Errorf("ask %d: 429 with Retry-After %q", i, o.res.header.Get("Retry-After"))
 				}
@@ -510,16 +520,19 @@ func TestBackpressure(t *testing.T) {
 				if json.Unmarshal(o.res.body, &eb) != nil || eb.Error == "" {
 					t.Errorf("ask %d: 429 body %q", i, o.res.body)
 				}
-				if o.elapsed > time.Second {
-					t.Errorf("ask %d: refusal took %v", i, o.elapsed)
-				}
+
 			default:
 				t.Errorf("ask %d: status %d, body %q", i, o.res.status, o.res.body)
 			}
 		}
-		t.Logf("%d accepted, %d refused (slowest refusal %v)", accepted, refused, maxRefusal)
+		t.Logf("%d accepted, %d refused (last refusal %v before the last answer ended)", accepted, refused, lastAnswer.Sub(lastRefusal))
 		if refused == 0 || accepted < 3 {
 			t.Errorf("%d accepted, %d refused: want ≥ 3 accepted (one running, two queued) and the rest refused", accepted, refused)
+		}
+		// A refusal is immediate, not a place in a line: every one came
+		// back while accepted answers were still streaming.
+		if refused > 0 && !lastRefusal.Before(lastAnswer) {
+			t.Errorf("the last refusal came %v after the last accepted answer ended: refusals waited for the queue", lastRefusal.Sub(lastAnswer))
 		}
 		// Once the burst is over the server answers again.
 		e.mustAsk(t, map[string]any{"question": "after the burst"})
@@ -565,11 +578,16 @@ func TestBackpressure(t *testing.T) {
 			t.Errorf("decoded %d of 2000 tokens (stop %q): the generation ran on", tr.DecodeTokens, tr.StopReason)
 		}
 		// The engine is free at once: the next question does not queue
-		// behind the abandoned one.
+		// behind the abandoned one. Measured against the abandoned
+		// generation's own speed, so a slow machine does not fail it:
+		// running on would have cost the rest of its 2000 tokens.
 		e.setMaxTokens(t, 16)
 		next := e.mustAsk(t, map[string]any{"question": "next question"})
-		if q := next.done.Stages["queue_ms"]; q > 200 {
-			t.Errorf("next question waited %.1f ms in the queue behind the cancelled one", q)
+		if rate := tr.DecodeTokS; rate > 0 {
+			restMs := float64(2000-tr.DecodeTokens) / rate * 1000
+			if q := next.done.Stages["queue_ms"]; q > restMs/2 {
+				t.Errorf("next question waited %.1f ms in the queue, as long as the cancelled answer would have run on (%.0f ms)", q, restMs)
+			}
 		}
 	})
 
@@ -616,9 +634,9 @@ func TestBackpressure(t *testing.T) {
 		if cancelled.IsZero() || done == nil {
 			t.Fatalf("cancelled %v, done %v", cancelled, done)
 		}
-		if d := time.Since(cancelled); d > 2*time.Second {
-			t.Errorf("stream ended %v after the cancel", d)
-		}
+		// Event-based, not a wall-clock bound: the answer stopped as
+		// cancelled, far short of its 2000 tokens.
+		t.Logf("stream ended %v after the cancel", time.Since(cancelled).Round(time.Millisecond))
 		if done.StopReason != "cancel" || done.DecodeTokens > 1000 {
 			t.Errorf("done trace: stop %q, %d tokens decoded", done.StopReason, done.DecodeTokens)
 		}
@@ -632,7 +650,7 @@ func TestBackpressure(t *testing.T) {
 
 func waitTrace(t *testing.T, e *env, id string) *app.Trace {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // polling; a busy machine stores late
 	for {
 		var tr app.Trace
 		code := e.do(t, e.req(t, "GET", "/api/traces/"+id, nil), &tr)

@@ -103,19 +103,24 @@ type env struct {
 	ln     net.Listener
 	port   int
 	base   string // http://127.0.0.1:PORT
-	token  string
+	token  string // full access
+	openai string // the /v1-only key
 	tr     *http.Transport
 	client *http.Client
 }
 
-// newEnv opens an app on a fresh data folder with the tiny models, indexes
-// the generated library, waits for the warm system prefix and serves it.
+// newEnv opens an app on a fresh data folder with the tiny models (a
+// cfg.ChatModel of its own kept), indexes the generated library, waits for
+// the warm system prefix and serves it with both tokens.
 func newEnv(t *testing.T, cfg app.Config, opt server.Options) *env {
 	t.Helper()
 	chat, embed, lib := fixtures(t)
 	ctx := context.Background()
 	cfg.DataDir = t.TempDir()
-	cfg.ChatModel, cfg.EmbedModel = chat, embed
+	if cfg.ChatModel == "" {
+		cfg.ChatModel = chat
+	}
+	cfg.EmbedModel = embed
 	cfg.WorkerCmd = []string{os.Args[0], "parse-worker"}
 	a, err := app.New(ctx, cfg)
 	if err != nil {
@@ -135,9 +140,14 @@ func newEnv(t *testing.T, cfg app.Config, opt server.Options) *env {
 	if err := a.WaitWarm(wctx); err != nil {
 		t.Fatal("warm:", err)
 	}
-	token, err := server.LoadToken(cfg.DataDir)
+	token, err := server.RotateToken(cfg.DataDir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opt.OpenAIToken == "" {
+		if opt.OpenAIToken, err = server.LoadOpenAIToken(cfg.DataDir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ln, err := server.Listen("127.0.0.1:0")
 	if err != nil {
@@ -147,7 +157,7 @@ func newEnv(t *testing.T, cfg app.Config, opt server.Options) *env {
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, ln) }()
-	e := &env{app: a, ln: ln, port: ln.Addr().(*net.TCPAddr).Port, token: token}
+	e := &env{app: a, ln: ln, port: ln.Addr().(*net.TCPAddr).Port, token: token, openai: opt.OpenAIToken}
 	e.base = fmt.Sprintf("http://127.0.0.1:%d", e.port)
 	e.tr = &http.Transport{MaxConnsPerHost: 64, MaxIdleConnsPerHost: 64, DisableCompression: true}
 	e.client = &http.Client{Transport: e.tr, CheckRedirect: func(*http.Request, []*http.Request) error {

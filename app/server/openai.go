@@ -33,7 +33,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(&req); err != nil {
-		fail(w, fmt.Errorf("%w: %w", errBadRequest, err)) // keeps a MaxBytesError: 413
+		openaiFail(w, fmt.Errorf("%w: %w", errBadRequest, err)) // keeps a MaxBytesError: 413
 		return
 	}
 	question := ""
@@ -44,7 +44,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if strings.TrimSpace(question) == "" {
-		writeError(w, http.StatusBadRequest, "no user message")
+		openaiFail(w, fmt.Errorf("%w: no user message", errBadRequest))
 		return
 	}
 	ws := ""
@@ -64,7 +64,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			return nil
 		})
 		if err != nil { // a partial answer is not an answer
-			fail(w, err)
+			openaiFail(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -76,7 +76,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	stream, err := newSSE(w)
 	if err != nil {
-		fail(w, err)
+		openaiFail(w, err)
 		return
 	}
 	chunk := func(delta map[string]string, finish any) error {
@@ -92,11 +92,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case err != nil && !stream.started:
-		fail(w, err)
+		openaiFail(w, err) // refused before the first token: a plain status
 	case err != nil:
 		// OpenAI clients read a failed stream's reason from an error
 		// object, and no finish_reason "stop" or [DONE] after it.
-		b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": err.Error(), "type": "server_error"}})
+		b, _ := json.Marshal(openaiError(http.StatusInternalServerError, err.Error()))
 		stream.raw("data: " + string(b) + "\n\n")
 	default:
 		chunk(map[string]string{}, "stop")
@@ -114,7 +114,7 @@ func model(m string) string {
 func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {
 	wss, err := s.app.Workspaces(r.Context())
 	if err != nil {
-		fail(w, err)
+		openaiFail(w, err)
 		return
 	}
 	data := []map[string]any{{"id": "lore", "object": "model", "owned_by": "lore"}}
@@ -122,4 +122,25 @@ func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {
 		data = append(data, map[string]any{"id": "lore:" + ws.Name, "object": "model", "owned_by": "lore"})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// openaiFail writes an app error the way OpenAI's API does, which its
+// client libraries parse: {"error": {"message", "type", "code"}} (code is
+// a string or null there; the HTTP status carries the number).
+func openaiFail(w http.ResponseWriter, err error) {
+	code, msg := statusOf(w, err)
+	writeJSON(w, code, openaiError(code, msg))
+}
+
+func openaiError(code int, msg string) map[string]any {
+	typ := "server_error"
+	switch {
+	case code == http.StatusTooManyRequests:
+		typ = "rate_limit_exceeded"
+	case code == http.StatusNotFound:
+		typ = "not_found_error"
+	case code < 500:
+		typ = "invalid_request_error"
+	}
+	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}}
 }

@@ -16,9 +16,11 @@ import (
 )
 
 func TestSecurity(t *testing.T) {
-	e := newEnv(t, app.Config{}, server.Options{})
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "lore_up 1\n") })
+	e := newEnv(t, app.Config{}, server.Options{Metrics: metrics})
 	big := `{"question": "` + strings.Repeat("a", server.MaxBody+10) + `"}`
 	port := fmt.Sprint(e.port)
+	v1 := "Bearer " + e.openai
 
 	cases := []struct {
 		name    string
@@ -30,6 +32,7 @@ func TestSecurity(t *testing.T) {
 		cookie  string // lore_token cookie value
 		headers map[string]string
 		want    int
+		oa      bool // the error body is OpenAI's {"error": {"message", …}}
 	}{
 		{name: "no token", method: "GET", path: "/api/workspaces", auth: "-", want: 401},
 		{name: "wrong token", method: "GET", path: "/api/workspaces", auth: "Bearer wrong", want: 401},
@@ -38,8 +41,10 @@ func TestSecurity(t *testing.T) {
 		{name: "token in query is not auth", method: "GET", path: "/api/workspaces?token=" + e.token, auth: "-", want: 401},
 		{name: "wrong cookie", method: "GET", path: "/api/workspaces", auth: "-", cookie: "nope", want: 401},
 		{name: "bearer token", method: "GET", path: "/api/workspaces", want: 200},
-		{name: "cookie token", method: "GET", path: "/api/workspaces", auth: "-", cookie: e.token, want: 200},
-		{name: "v1 needs token", method: "GET", path: "/v1/models", auth: "-", want: 401},
+		// Cookies are sent to every port of 127.0.0.1: they are no credential.
+		{name: "cookie is not a credential", method: "GET", path: "/api/workspaces", auth: "-", cookie: e.token, want: 401},
+		{name: "cookie on ask", method: "POST", path: "/api/ask", body: `{"question":"river"}`, auth: "-", cookie: e.token, want: 401},
+		{name: "v1 needs token", method: "GET", path: "/v1/models", auth: "-", want: 401, oa: true},
 		{name: "v1 with token", method: "GET", path: "/v1/models", want: 200},
 		{name: "ask needs token", method: "POST", path: "/api/ask", body: `{"question":"river"}`, auth: "-", want: 401},
 
@@ -67,11 +72,47 @@ func TestSecurity(t *testing.T) {
 		{name: "cross-site form to ask", method: "POST", path: "/api/ask", body: `{"question":"river"}`, auth: "-", cookie: e.token,
 			headers: map[string]string{"Sec-Fetch-Site": "cross-site"}, want: 403},
 		{name: "same-origin fetch", method: "GET", path: "/api/workspaces", headers: map[string]string{"Sec-Fetch-Site": "same-origin"}, want: 200},
+		{name: "typed address", method: "GET", path: "/api/workspaces", headers: map[string]string{"Sec-Fetch-Site": "none"}, want: 200},
+		// Another port of 127.0.0.1 is "same-site": refused even with the token.
+		{name: "same-site fetch with token", method: "GET", path: "/api/workspaces", headers: map[string]string{"Sec-Fetch-Site": "same-site"}, want: 403},
+		{name: "same-site ask with cookie", method: "POST", path: "/api/ask", body: `{"question":"river"}`, auth: "-", cookie: e.token,
+			headers: map[string]string{"Sec-Fetch-Site": "same-site"}, want: 403},
+		{name: "same-site v1", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"river"}]}`,
+			headers: map[string]string{"Sec-Fetch-Site": "same-site"}, want: 403},
+		{name: "unknown Sec-Fetch-Site", method: "GET", path: "/api/workspaces", headers: map[string]string{"Sec-Fetch-Site": "nonsense"}, want: 403},
+
+		// The /v1-only key: the OpenAI-compatible endpoints and nothing else.
+		{name: "v1 key: models", method: "GET", path: "/v1/models", auth: v1, want: 200},
+		{name: "v1 key: bad completion", method: "POST", path: "/v1/chat/completions", body: `{"messages":[]}`, auth: v1, want: 400, oa: true},
+		{name: "v1 key: add /etc", method: "POST", path: "/api/workspaces/default/folders", body: `{"path":"/etc"}`, auth: v1, want: 403},
+		{name: "v1 key: remove folder", method: "DELETE", path: "/api/workspaces/default/folders?path=/x", auth: v1, want: 403},
+		{name: "v1 key: reindex", method: "POST", path: "/api/workspaces/default/index", auth: v1, want: 403},
+		{name: "v1 key: new workspace", method: "POST", path: "/api/workspaces", body: `{"name":"x"}`, auth: v1, want: 403},
+		{name: "v1 key: workspaces", method: "GET", path: "/api/workspaces", auth: v1, want: 403},
+		{name: "v1 key: chunk", method: "GET", path: "/api/chunks/1", auth: v1, want: 403},
+		{name: "v1 key: chats", method: "GET", path: "/api/chats?workspace=default", auth: v1, want: 403},
+		{name: "v1 key: traces", method: "GET", path: "/api/traces", auth: v1, want: 403},
+		{name: "v1 key: settings", method: "PUT", path: "/api/settings", body: `{"max_tokens":8}`, auth: v1, want: 403},
+		{name: "v1 key: ask", method: "POST", path: "/api/ask", body: `{"question":"river"}`, auth: v1, want: 403},
+		{name: "v1 key: metrics", method: "GET", path: "/metrics", auth: v1, want: 403},
+		{name: "metrics with token", method: "GET", path: "/metrics", want: 200},
+
+		// Reads create nothing, and settings hold their ranges.
+		{name: "chats of ../../etc", method: "GET", path: "/api/chats?workspace=../../etc", want: 404},
+		{name: "progress of unknown", method: "GET", path: "/api/workspaces/nosuch/progress", want: 404},
+		{name: "documents of unknown", method: "GET", path: "/api/workspaces/nosuch/documents", want: 404},
+		{name: "workspace name with slash", method: "POST", path: "/api/workspaces", body: `{"name":"../../etc"}`, want: 400},
+		{name: "settings: max_tokens 2e9", method: "PUT", path: "/api/settings", body: `{"max_tokens":2000000000}`, want: 400},
+		{name: "settings: rerank_budget_ms -5", method: "PUT", path: "/api/settings", body: `{"rerank_budget_ms":-5}`, want: 400},
+		{name: "settings: gpu_layers 99999999", method: "PUT", path: "/api/settings", body: `{"gpu_layers":99999999}`, want: 400},
+		{name: "settings: top_k 0", method: "PUT", path: "/api/settings", body: `{"top_k":0}`, want: 400},
+		{name: "settings: threads -1", method: "PUT", path: "/api/settings", body: `{"threads":-1}`, want: 400},
+		{name: "settings: model outside the machine's", method: "PUT", path: "/api/settings", body: `{"chat_model":"/etc/passwd"}`, want: 400},
 
 		{name: "body over 1 MiB: ask", method: "POST", path: "/api/ask", body: big, want: 413},
 		{name: "body over 1 MiB: settings", method: "PUT", path: "/api/settings", body: `{"chat_model": "` + strings.Repeat("m", server.MaxBody) + `"}`, want: 413},
 		{name: "body over 1 MiB: openai", method: "POST", path: "/v1/chat/completions",
-			body: `{"model":"lore","messages":[{"role":"user","content":"` + strings.Repeat("a", server.MaxBody) + `"}]}`, want: 413},
+			body: `{"model":"lore","messages":[{"role":"user","content":"` + strings.Repeat("a", server.MaxBody) + `"}]}`, want: 413, oa: true},
 		{name: "header over cap", method: "GET", path: "/api/workspaces", headers: map[string]string{"X-Big": strings.Repeat("h", 64<<10)}, want: 431},
 		{name: "bad json", method: "POST", path: "/api/ask", body: `{"question":`, want: 400},
 		{name: "unknown field", method: "POST", path: "/api/ask", body: `{"question":"river","bogus":1}`, want: 400},
@@ -116,7 +157,14 @@ func TestSecurity(t *testing.T) {
 			if resp.StatusCode != c.want {
 				t.Fatalf("status %d, want %d; body %.200q", resp.StatusCode, c.want, b)
 			}
-			if c.want >= 400 && c.want != 431 {
+			if c.want >= 400 && c.want != 431 && c.oa {
+				var eb struct {
+					Error struct{ Message, Type string }
+				}
+				if err := json.Unmarshal(b, &eb); err != nil || eb.Error.Message == "" || eb.Error.Type == "" {
+					t.Errorf("error body is not OpenAI's {\"error\": {\"message\", \"type\"}}: %.200q", b)
+				}
+			} else if c.want >= 400 && c.want != 431 {
 				var eb struct{ Error string }
 				if err := json.Unmarshal(b, &eb); err != nil || eb.Error == "" {
 					t.Errorf("error body is not {\"error\": …}: %.200q", b)
@@ -137,45 +185,74 @@ func TestSecurity(t *testing.T) {
 	if after := countChats(t, e); after != chatsBefore {
 		t.Errorf("refused asks created chats: %d → %d", chatsBefore, after)
 	}
+	// Nothing above created a workspace, added a folder or changed a setting.
+	var wss []app.WorkspaceInfo
+	if code := e.do(t, e.req(t, "GET", "/api/workspaces", nil), &wss); code != 200 || len(wss) != 1 || wss[0].Name != "default" {
+		t.Errorf("workspaces after the refused requests: %d %+v", code, wss)
+	}
+	for _, ws := range wss {
+		for _, f := range ws.Folders {
+			if f == "/etc" || f == "/x" {
+				t.Errorf("workspace %s got folder %s", ws.Name, f)
+			}
+		}
+	}
+	var set app.Settings
+	if code := e.do(t, e.req(t, "GET", "/api/settings", nil), &set); code != 200 || set.MaxTokens == 8 || set.MaxTokens > 32768 || set.RerankBudgetMs < 0 || set.GPULayers > 1024 {
+		t.Errorf("settings after the refused PUTs: %d %+v", code, set)
+	}
 
-	t.Run("token URL sets cookie", func(t *testing.T) {
+	t.Run("token URL redirects to the fragment, sets no cookie", func(t *testing.T) {
 		r, _ := http.NewRequest("GET", e.base+"/?token="+e.token, nil)
 		resp, err := e.client.Do(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-			t.Fatalf("status %d Location %q, want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/#token="+e.token {
+			t.Fatalf("status %d Location %q, want 303 to /#token=…", resp.StatusCode, resp.Header.Get("Location"))
 		}
+		if sc := resp.Header.Values("Set-Cookie"); len(sc) != 0 {
+			t.Errorf("login set a cookie (sent to every port of the host): %v", sc)
+		}
+		// Wrong tokens, the /v1 key among them, log nothing in.
+		for _, tok := range []string{"wrong", e.openai} {
+			r, _ = http.NewRequest("GET", e.base+"/?token="+tok, nil)
+			resp, err = e.client.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 || len(resp.Cookies()) != 0 || resp.Header.Get("Location") != "" {
+				t.Errorf("token URL with %.12s…: %d, cookies %v, Location %q", tok, resp.StatusCode, resp.Cookies(), resp.Header.Get("Location"))
+			}
+		}
+	})
+
+	t.Run("an old login cookie is expired", func(t *testing.T) {
+		r, _ := http.NewRequest("GET", e.base+"/", nil)
+		r.AddCookie(&http.Cookie{Name: "lore_token", Value: e.token})
+		resp, err := e.client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 		var ck *http.Cookie
 		for _, c := range resp.Cookies() {
 			if c.Name == "lore_token" {
 				ck = c
 			}
 		}
-		if ck == nil {
-			t.Fatalf("no lore_token cookie: %v", resp.Header["Set-Cookie"])
+		if ck == nil || ck.MaxAge >= 0 || ck.Value != "" {
+			t.Errorf("lore_token cookie not expired: %+v", ck)
 		}
-		if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Value != e.token || ck.Path != "/" {
-			t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/, the token", ck)
-		}
-		// The cookie alone authorises API calls.
-		r, _ = http.NewRequest("GET", e.base+"/api/workspaces", nil)
-		r.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
-		var wss []app.WorkspaceInfo
-		if code := e.do(t, r, &wss); code != 200 || len(wss) == 0 {
-			t.Fatalf("cookie-authorised GET /api/workspaces: %d, %v", code, wss)
-		}
-		// A wrong token in the URL sets nothing.
-		r, _ = http.NewRequest("GET", e.base+"/?token=wrong", nil)
-		resp, err = e.client.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
-			t.Fatalf("wrong token URL: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	})
+
+	t.Run("printed URL", func(t *testing.T) {
+		s := server.New(e.app, e.token, e.ln, server.Options{})
+		u := s.URL(e.ln)
+		if want := e.base + "/#token=" + e.token; u != want {
+			t.Errorf("URL %q, want %q (the token in the fragment, never sent to the server)", u, want)
 		}
 	})
 
@@ -333,5 +410,74 @@ func TestTokenFile(t *testing.T) {
 	other, _ := server.LoadToken(t.TempDir())
 	if other == tok {
 		t.Error("two data folders got the same token")
+	}
+}
+
+// TestTokenRotation: every serve gets a fresh full token unless pinned;
+// the /v1 key is kept across runs and told apart from the full token.
+func TestTokenRotation(t *testing.T) {
+	dir := t.TempDir()
+	mode := func(name string) os.FileMode {
+		t.Helper()
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
+	seen := map[string]bool{}
+	var last string
+	for range 3 {
+		tok, err := server.RotateToken(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[tok] || len(tok) < server.MinTokenLen {
+			t.Fatalf("RotateToken gave %q again or too short", tok)
+		}
+		seen[tok], last = true, tok
+		if m := mode(server.TokenFile); m != 0o600 {
+			t.Errorf("token file %v after rotation, want 0600", m)
+		}
+	}
+	// --keep-token reuses the last one.
+	if kept, err := server.LoadToken(dir); err != nil || kept != last {
+		t.Errorf("LoadToken after rotation: %q, %v; want the last rotated %q", kept, err, last)
+	}
+	// $LORE_TOKEN pins one; short or spaced values are refused.
+	pinned := strings.Repeat("p", server.MinTokenLen)
+	if err := server.SaveToken(dir, pinned); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := server.LoadToken(dir); kept != pinned {
+		t.Errorf("after SaveToken the file holds %q", kept)
+	}
+	for _, bad := range []string{"short", strings.Repeat("a", 40) + " b", strings.Repeat("é", 40)} {
+		if err := server.SaveToken(dir, bad); err == nil {
+			t.Errorf("SaveToken(%q) accepted", bad)
+		}
+	}
+	// The /v1 key: stable, 0600, not the full token, distinguishable.
+	k1, err := server.LoadOpenAIToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.RotateToken(dir); err != nil {
+		t.Fatal(err)
+	}
+	k2, err := server.LoadOpenAIToken(dir)
+	if err != nil || k2 != k1 {
+		t.Errorf("the /v1 key changed across runs: %q → %q (%v)", k1, k2, err)
+	}
+	if !strings.HasPrefix(k1, "lore-v1-") || len(k1) < server.MinTokenLen || k1 == last {
+		t.Errorf("/v1 key %q", k1)
+	}
+	if m := mode(server.OpenAITokenFile); m != 0o600 {
+		t.Errorf("/v1 key file %v, want 0600", m)
+	}
+	// Deleting the file rotates it.
+	os.Remove(filepath.Join(dir, server.OpenAITokenFile))
+	if k3, _ := server.LoadOpenAIToken(dir); k3 == k1 || k3 == "" {
+		t.Errorf("after deleting the file the /v1 key is %q", k3)
 	}
 }

@@ -312,15 +312,25 @@ const (
 // read (see the package comment).
 func (s *Server) auth(sc scope, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		deny := func(code int, msg string) {
+			if sc == scopeOpenAI {
+				writeJSON(w, code, openaiError(code, msg))
+			} else {
+				writeError(w, code, msg)
+			}
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			got = ""
+		}
 		switch {
 		case tokenIs(got, s.token):
 		case tokenIs(got, s.openai) && sc == scopeOpenAI:
 		case tokenIs(got, s.openai):
-			writeError(w, http.StatusForbidden, "this key grants the OpenAI-compatible API only (POST /v1/chat/completions, GET /v1/models)")
+			deny(http.StatusForbidden, "this key grants the OpenAI-compatible API only (POST /v1/chat/completions, GET /v1/models)")
 			return
 		default:
-			writeError(w, http.StatusUnauthorized, "missing or wrong token: open the URL that `lore serve` printed")
+			deny(http.StatusUnauthorized, "missing or wrong token: open the URL that `lore serve` printed, or use the API key it printed for /v1")
 			return
 		}
 		h(w, r)
@@ -382,29 +392,35 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// fail maps an app error to a status.
+// fail maps an app error to a status and writes it as {"error": "…"}.
 func fail(w http.ResponseWriter, err error) {
+	code, msg := statusOf(w, err)
+	writeError(w, code, msg)
+}
+
+// statusOf maps an app error to a status and a message, setting the
+// headers that go with it.
+func statusOf(w http.ResponseWriter, err error) (int, string) {
 	var mb *http.MaxBytesError
-	var ne net.Error
 	switch {
 	case errors.Is(err, app.ErrBusy):
 		w.Header().Set("Retry-After", "2")
-		writeError(w, http.StatusTooManyRequests, "Lore is busy answering other questions; try again shortly")
+		return http.StatusTooManyRequests, "Lore is busy answering other questions; try again shortly"
 	case errors.As(err, &mb):
-		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
-	case errors.As(err, &ne) && ne.Timeout():
-		// The body did not arrive within ReadTimeout.
+		return http.StatusRequestEntityTooLarge, "request body too large"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The body did not arrive within ReadTimeout (the connection's
+		// read deadline; a request's own deadline is context's).
 		w.Header().Set("Connection", "close")
-		writeError(w, http.StatusRequestTimeout, "request body too slow")
+		return http.StatusRequestTimeout, "request body too slow"
 	case errors.Is(err, app.ErrOutsideLibrary):
-		writeError(w, http.StatusForbidden, err.Error())
+		return http.StatusForbidden, err.Error()
 	case errors.Is(err, app.ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
+		return http.StatusNotFound, err.Error()
 	case errors.Is(err, errBadRequest), errors.Is(err, app.ErrInvalid):
-		writeError(w, http.StatusBadRequest, err.Error())
-	default:
-		writeError(w, http.StatusInternalServerError, err.Error())
+		return http.StatusBadRequest, err.Error()
 	}
+	return http.StatusInternalServerError, err.Error()
 }
 
 var errBadRequest = errors.New("bad request")
@@ -414,8 +430,7 @@ func decode(r *http.Request, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mb *http.MaxBytesError
-		var ne net.Error
-		if errors.As(err, &mb) || errors.As(err, &ne) && ne.Timeout() {
+		if errors.As(err, &mb) || errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", errBadRequest, err)

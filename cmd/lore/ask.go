@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -39,7 +40,12 @@ func askCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "%.1fs\n\n", time.Since(start).Seconds())
-	tr, sources, err := streamAnswer(ctx, a, app.AskRequest{Question: q, Workspace: f.workspace, ChatID: *chat})
+	// With --json stdout holds the trace alone; the answer streams to stderr.
+	out := io.Writer(os.Stdout)
+	if f.json {
+		out = os.Stderr
+	}
+	tr, sources, err := streamAnswer(ctx, a, app.AskRequest{Question: q, Workspace: f.workspace, ChatID: *chat}, out)
 	if tr == nil {
 		return err
 	}
@@ -54,20 +60,20 @@ func askCmd(ctx context.Context, args []string) error {
 	return err
 }
 
-// streamAnswer asks a question, printing the answer to stdout as it streams,
+// streamAnswer asks a question, printing the answer to out as it streams,
 // and returns the trace and the sources.
-func streamAnswer(ctx context.Context, a *app.App, req app.AskRequest) (*app.Trace, []app.Source, error) {
+func streamAnswer(ctx context.Context, a *app.App, req app.AskRequest, out io.Writer) (*app.Trace, []app.Source, error) {
 	var sources []app.Source
 	tr, err := a.Ask(ctx, req, func(ev app.Event) error {
 		switch ev := ev.(type) {
 		case app.Token:
-			fmt.Print(ev.Text)
+			fmt.Fprint(out, ev.Text)
 		case app.Sources:
 			sources = ev
 		}
 		return nil
 	})
-	fmt.Println()
+	fmt.Fprintln(out)
 	return tr, sources, err
 }
 

@@ -56,7 +56,7 @@ func demo(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "chat model loaded and system prefix warmed in %.1fs\n\nQ: %s\nA: ", time.Since(start).Seconds(), *question)
-	tr, sources, err := streamAnswer(ctx, a, app.AskRequest{Question: *question, Workspace: "demo"})
+	tr, sources, err := streamAnswer(ctx, a, app.AskRequest{Question: *question, Workspace: "demo"}, os.Stdout)
 	if err != nil {
 		return err
 	}

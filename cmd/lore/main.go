@@ -36,25 +36,33 @@ var commands = map[string]command{
 
 func main() {
 	app.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		return
-	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "lore: unknown command %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cmd.run(ctx, os.Args[2:]); err != nil {
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run runs one command line (without the program name) and returns its
+// exit status: 0, 1 when the command failed, 2 for an unknown command.
+func run(ctx context.Context, args []string) int {
+	if len(args) < 1 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage()
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "lore: unknown command %q\n\n", args[0])
+		usage()
+		return 2
+	}
+	if err := cmd.run(ctx, args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return
+			return 0
 		}
 		fmt.Fprintln(os.Stderr, "lore:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func usage() {
