@@ -1,9 +1,9 @@
 // A stand-in for `lore serve` that follows docs/api.md closely enough to drive the built UI in a browser:
-// token → HttpOnly cookie, Host/Origin checks, SSE ask stream with stages/sources/tokens/done, progress
+// /?token= → /#token= (bearer tokens only, no cookie), Host/Origin/Sec-Fetch-Site checks, SSE ask stream with stages/sources/tokens/done, progress
 // stream, traces, stats, models, settings. It serves ../dist. Used only by e2e/smoke.mjs; the real e2e runs
 // against `lore serve`.
 //
-//   node e2e/mock-server.mjs [port]      (prints http://127.0.0.1:PORT/?token=…)
+//   node e2e/mock-server.mjs [port]      (prints http://127.0.0.1:PORT/#token=…)
 import { randomBytes } from 'node:crypto';
 import { readFileSync, existsSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -50,10 +50,7 @@ export function startMockServer({ port = 0, prefillMs = 600, tokenDelayMs = 25 }
       req.on('end', () => resolve(b ? JSON.parse(b) : undefined));
       req.on('error', reject);
     });
-  const authed = (req) => {
-    const cookie = (req.headers.cookie ?? '').split(/;\s*/).find((c) => c.startsWith('lore_token='));
-    return cookie === `lore_token=${token}` || req.headers.authorization === `Bearer ${token}`;
-  };
+  const authed = (req) => req.headers.authorization === `Bearer ${token}`; // like lore serve: never a cookie
   const sse = (res) => {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', Connection: 'keep-alive' });
     return (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
@@ -140,6 +137,7 @@ export function startMockServer({ port = 0, prefillMs = 600, tokenDelayMs = 25 }
         return json(res, 403, { error: 'bad host' });
       }
       if (req.headers.origin && req.headers.origin !== addr) return json(res, 403, { error: 'bad origin' });
+      if (!['', 'same-origin', 'none'].includes(req.headers['sec-fetch-site'] ?? '')) return json(res, 403, { error: 'another site or port' });
       if (url.pathname === '/leak') {
         state.leaks.push(req.url);
         res.writeHead(204);
@@ -147,7 +145,7 @@ export function startMockServer({ port = 0, prefillMs = 600, tokenDelayMs = 25 }
       }
       if (url.pathname === '/' && url.searchParams.has('token')) {
         if (url.searchParams.get('token') !== token) return json(res, 401, { error: 'bad token' });
-        res.writeHead(302, { 'Set-Cookie': `lore_token=${token}; Path=/; HttpOnly; SameSite=Strict`, Location: '/' });
+        res.writeHead(303, { Location: `/#token=${token}`, 'Cache-Control': 'no-store' });
         return res.end();
       }
       if (url.pathname.startsWith('/api/')) {

@@ -2,7 +2,8 @@
 // (`lore synth-model`), a generated library with one hostile document, `lore index`, `lore serve` on a free
 // loopback port, and Debian's chromium driving the page.
 //
-// Checked: login through ?token=; an answer shows a live stage in its placeholder, then its sources, then
+// Checked: login through #token= (sessionStorage, no cookie; another loopback port gets no credential and is
+// refused); an answer shows a live stage in its placeholder, then its sources, then
 // streamed tokens; the latency panel draws every waterfall stage; the UI's own TTFT reaches the stored trace;
 // history lists and reopens the chat; Stop cancels a long generation on the server; the hostile document's
 // XSS and exfiltration payloads reach the DOM (question, passage view, and — with a second server that has no
@@ -58,6 +59,24 @@ function startCanary() {
     res.end();
   });
   return new Promise((r) => srv.listen(0, '127.0.0.1', () => r({ port: srv.address().port, hits, close: () => srv.close() })));
+}
+
+/**
+ * A page on another loopback port, as any other local service would be: it records the headers the browser
+ * sends it and offers `__tryLore()`, which calls Lore's API from that origin with credentials.
+ */
+function startRecorder(loreBase) {
+  const hits = [];
+  const page = `<!doctype html><script>window.__tryLore = async () => {
+    try { const r = await fetch(${JSON.stringify(loreBase)} + '/api/workspaces', { credentials: 'include' }); return r.status; }
+    catch { return 'blocked'; }
+  };</script>`;
+  const srv = createServer((req, res) => {
+    hits.push({ url: req.url, cookie: req.headers.cookie, authorization: req.headers.authorization });
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(page);
+  });
+  return new Promise((r) => srv.listen(0, '127.0.0.1', () => r({ base: `http://127.0.0.1:${srv.address().port}`, hits, close: () => srv.close() })));
 }
 
 const TOPICS = {
@@ -117,7 +136,11 @@ function startServe(name, args) {
       clearTimeout(timer);
       p.stdout.pipe(log);
       const url = new URL(line.trim());
-      const token = url.searchParams.get('token');
+      const token = new URLSearchParams(url.hash.slice(1)).get('token');
+      if (!token) {
+        rej(new Error(`${name}: no #token= in the printed URL ${line}`));
+        return;
+      }
       const base = url.origin;
       const api = async (method, path, body) => {
         const r = await fetch(base + path, {
@@ -336,13 +359,40 @@ try {
   const tid = (id) => page.getByTestId(id);
   const lastTurn = () => tid('turn').last();
 
-  await step('login: ?token= becomes a cookie, the token leaves the address bar', async () => {
+  await step('login: #token= goes to sessionStorage, leaves the address bar, sets no cookie', async () => {
     await page.goto(server.url);
     assert.equal(new URL(page.url()).search, '');
+    assert.equal(new URL(page.url()).hash, '');
     await tid('workspace-select').locator('option[value="default"]').waitFor({ state: 'attached' });
     assert.equal(await tid('transport-kind').textContent(), 'browser');
-    const cookies = await browser.context.cookies(server.base);
-    assert.ok(cookies.some((c) => c.name === 'lore_token' && c.httpOnly), JSON.stringify(cookies));
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('lore_token')), server.token);
+    assert.deepEqual(await browser.context.cookies(), [], 'the server or page set a cookie');
+    // A reload of the tab keeps working with the stored token.
+    await page.reload();
+    await tid('workspace-select').locator('option[value="default"]').waitFor({ state: 'attached' });
+  });
+
+  await step('the credential stays on its port: another loopback port gets nothing and cannot use the API', async () => {
+    const other = await startRecorder(server.base);
+    try {
+      const p2 = await browser.newPage();
+      await p2.goto(`${other.base}/`);
+      // The page on the other port tries the API: no cookie rides along, and it cannot read the token.
+      const probe = await p2.evaluate(async () => ({
+        stored: sessionStorage.getItem('lore_token'),
+        status: await window.__tryLore(),
+      }));
+      await p2.close();
+      assert.equal(probe.stored, null, 'the other origin can read the token');
+      assert.ok(probe.status === 'blocked' || probe.status >= 400, `the other port's fetch got ${probe.status}`);
+      assert.ok(other.hits.length > 0, 'the other port was not visited');
+      for (const h of other.hits) {
+        assert.ok(!(h.cookie ?? '').includes(server.token) && !(h.authorization ?? '').includes(server.token),
+          `the other port received the token: ${JSON.stringify(h)}`);
+      }
+    } finally {
+      other.close();
+    }
   });
 
   const Q1 = 'How hot is the lava when a volcano erupts?';

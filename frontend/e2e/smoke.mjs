@@ -1,5 +1,5 @@
 // Browser smoke test of the built UI against e2e/mock-server.mjs (not the real backend):
-// login via ?token= cookie, ask → placeholder/stages → sources before tokens → streamed Markdown with
+// login via ?token= → #token= (bearer token), ask → placeholder/stages → sources before tokens → streamed Markdown with
 // citations; hostile output stays inert (no request to /leak, nothing executed); the UI reports its TTFT;
 // latency waterfall, history, export; library progress and errors; models; settings. Fails on any CSP
 // violation or page error. Needs `npm run build` first.
@@ -28,9 +28,10 @@ try {
   });
   const tid = (id) => page.getByTestId(id);
 
-  await step('login with ?token= sets the cookie and loads the app', async () => {
+  await step('login with ?token= redirects to #token=, the token leaves the URL and loads the app', async () => {
     await page.goto(server.loginURL);
     assert.equal(new URL(page.url()).search, '');
+    assert.equal(new URL(page.url()).hash, '');
     await tid('workspace-select').locator('option[value="notes"]').waitFor({ state: 'attached' });
     assert.equal(await tid('transport-kind').textContent(), 'browser');
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { HttpTransport, pickTransport, WailsTransport } from '../src/transport';
+import { HttpTransport, pickTransport, takeToken, TOKEN_KEY, WailsTransport } from '../src/transport';
 import type { AskCallbacks, Trace } from '../src/transport/types';
 
 type Call = { url: string; init: RequestInit };
@@ -69,6 +69,7 @@ describe('pickTransport', () => {
   });
 
   it('takes a leftover ?token= as bearer token and removes it from the address bar', async () => {
+    window.sessionStorage.clear();
     window.history.replaceState(null, '', '/?token=s3cret&x=1#h');
     const t = pickTransport(window) as HttpTransport;
     expect(window.location.search).toBe('?x=1');
@@ -79,10 +80,41 @@ describe('pickTransport', () => {
     expect((calls[0].init.headers as Record<string, string>).Authorization).toBe('Bearer s3cret');
     window.history.replaceState(null, '', '/');
   });
+
+  it('takes #token= from the fragment, keeps it in sessionStorage only, and uses it after a reload', async () => {
+    window.sessionStorage.clear();
+    window.history.replaceState(null, '', '/#token=fr4g');
+    const t = pickTransport(window) as HttpTransport;
+    expect(window.location.href).not.toContain('fr4g');
+    expect(window.location.hash).toBe('');
+    expect(window.sessionStorage.getItem(TOKEN_KEY)).toBe('fr4g');
+    expect(window.localStorage.getItem(TOKEN_KEY)).toBeNull();
+    expect(document.cookie).not.toContain('fr4g');
+    // A reload of the tab: the URL has no token any more, the stored one is used.
+    const again = pickTransport(window) as HttpTransport;
+    for (const tr of [t, again]) {
+      const { fn, calls } = mockFetch(() => new Response('[]', { status: 200 }));
+      (tr as unknown as { fetchFn: typeof fetch }).fetchFn = fn;
+      await tr.workspaces();
+      const init = calls[0].init;
+      expect((init.headers as Record<string, string>).Authorization).toBe('Bearer fr4g');
+      expect(init.credentials).toBe('omit');
+    }
+    window.sessionStorage.clear();
+  });
+
+  it('keeps other fragment parameters', () => {
+    window.sessionStorage.clear();
+    window.history.replaceState(null, '', '/#token=abc&view=latency');
+    expect(takeToken(window)).toBe('abc');
+    expect(window.location.hash).toBe('#view=latency');
+    window.history.replaceState(null, '', '/');
+    window.sessionStorage.clear();
+  });
 });
 
 describe('HttpTransport', () => {
-  it('streams ask events in order, split across chunks, with cookie credentials', async () => {
+  it('streams ask events in order, split across chunks, without cookies', async () => {
     const { fn, calls } = mockFetch(() => sseResponse(ASK_STREAM));
     const t = new HttpTransport({ fetch: fn });
     const { log, cb } = recorder();
@@ -94,7 +126,7 @@ describe('HttpTransport', () => {
     expect(log[6][1]).toEqual(TRACE_DONE);
     expect(calls[0].url).toBe('/api/ask');
     expect(calls[0].init.method).toBe('POST');
-    expect(calls[0].init.credentials).toBe('same-origin');
+    expect(calls[0].init.credentials).toBe('omit');
     expect(JSON.parse(calls[0].init.body as string)).toEqual({ question: 'q?', workspace: 'notes', chat_id: 12 });
     const hd = calls[0].init.headers as Record<string, string>;
     expect(hd['Content-Type']).toBe('application/json');
@@ -170,7 +202,7 @@ describe('HttpTransport', () => {
     await t.settings();
     await t.reportUITTFT('r1', 812.5, 3.1);
     await t.cancel('r1');
-    const s = { chat_model: 'm', embed_model: 'e', rerank_model: '', top_k: 5, rerank_k: 20, ef_search: 64, context_tokens: 2048, threads: 0, gpu_layers: 0 };
+    const s = { chat_model: 'm', embed_model: 'e', rerank_model: '', top_k: 5, rerank_k: 20, rerank_budget_ms: 1500, ef_search: 0, context_tokens: 0, max_tokens: 256, threads: 0, gpu_layers: 0 };
     await t.saveSettings(s);
     const B = 'http://127.0.0.1:8765';
     expect(calls.map((c) => `${c.init.method} ${c.url}`)).toEqual([

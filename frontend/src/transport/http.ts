@@ -1,5 +1,5 @@
-// HTTP transport for `lore serve` (docs/api.md). Auth: the server turns `/?token=` into an HttpOnly cookie,
-// so same-origin fetches carry it (credentials: 'same-origin'); a bearer token can be given as well.
+// HTTP transport for `lore serve` (docs/api.md). Auth: `Authorization: Bearer TOKEN` on every call, with the
+// token from the page URL's fragment (see takeToken); cookies are never sent (credentials: 'omit').
 
 import { readSSE, type SSEEvent } from './sse';
 import {
@@ -110,7 +110,7 @@ export class HttpTransport implements Transport {
   private init(method: string, body?: unknown, signal?: AbortSignal): RequestInit {
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (this.token) headers['Authorization'] = `Bearer ${this.token}`;
-    const init: RequestInit = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+    const init: RequestInit = { method, headers, credentials: 'omit', cache: 'no-store' };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
