@@ -1,9 +1,10 @@
 /// <reference types="vitest/config" />
 import { defineConfig } from 'vite';
 
-// `npm run dev` can talk to a running `lore serve`: LORE_URL=http://127.0.0.1:8765 LORE_TOKEN=… npm run dev.
+// `npm run dev` can talk to a running `lore serve`: LORE_URL=http://127.0.0.1:8765 LORE_TOKEN=… npm run dev,
+// with the same LORE_TOKEN pinned for the server (`LORE_TOKEN=… lore serve`; it rotates at each start otherwise).
 // The server checks Host and Origin (DNS-rebinding defence), so the proxy rewrites Host (changeOrigin) and
-// drops Origin, and adds the bearer token because the dev origin never receives the lore_token cookie.
+// drops Origin, and adds the bearer token, which the dev page's URL does not carry.
 const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {};
 const loreURL = env.LORE_URL ?? 'http://127.0.0.1:8765';
 const loreToken = env.LORE_TOKEN ?? '';
