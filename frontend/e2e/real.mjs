@@ -24,6 +24,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { launch, watchPage } from './browser.mjs';
 import { steps } from './steps.mjs';
+import { checkFixtures, parseSSE } from './fixtures.mjs';
+import { groupedTables, libraryIdle, screenshotViews, settingsRoundTrip } from './views.mjs';
 
 const repo = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const LORE = resolve(process.env.LORE_BIN ?? join(repo, 'bin/lore'));
@@ -444,7 +446,7 @@ try {
   await step('latency panel: a waterfall row with a bar for every stage', async () => {
     await lastTurn().getByTestId('show-latency').click();
     await tid('waterfall').waitFor({ state: 'visible' });
-    const want = ['embed', 'vector', 'bm25', 'prompt_assemble', 'queue', 'prefill', 'first_decode', 'paint'];
+    const want = ['retrieval', 'embed', 'vector', 'bm25', 'prompt_assemble', 'queue', 'prefill', 'first_decode', 'paint', 'decode'];
     const rows = await tid('waterfall').locator('[data-testid^="waterfall-row-"]').evaluateAll((els) =>
       els.map((e) => ({ stage: e.getAttribute('data-stage'), ms: e.getAttribute('data-ms'), start: e.getAttribute('data-start-ms'), bar: !!e.querySelector('rect.wf-bar') })));
     console.log(`     rows: ${rows.map((r) => `${r.stage} ${r.ms}ms@${r.start}`).join(', ')}`);
@@ -454,10 +456,15 @@ try {
       assert.ok(r.bar && r.ms !== '' && r.start !== '', `${s} row has no bar/timing: ${JSON.stringify(r)}`);
     }
     assert.match(await tid('trace-question').textContent(), /volcano/);
+    assert.equal(rows.some((r) => r.stage === 'rerank'), false, 'no rerank model: no rerank row');
     await tid('stats-table').waitFor();
     await tid('history-item').first().waitFor();
     await browser.screenshot(page, 'e2e-latency', { fullPage: true });
   });
+
+  await step('latency history: TTFT by prompt length and by fallback level show the server\'s groups', () => groupedTables(page, server));
+
+  await step('settings: the server\'s values (0 = auto) save back unchanged; a change is stored', () => settingsRoundTrip(page, server));
 
   await step('history: the chat is listed and reopens', async () => {
     await tid('nav-chat').click();
@@ -538,6 +545,9 @@ try {
     assert.ok(((await tid('turn').nth(turn - 1).getByTestId('answer').textContent()) ?? '').trim().length > 0);
   });
 
+  await step('library: idle, it asks for little (no reload loop) and the table holds still', () => libraryIdle(page));
+
+  let recordedProgress = [];
   await step('library: add a folder by path, the progress bar runs to the end', async () => {
     await tid('nav-library').click();
     await tid('folder').first().waitFor();
@@ -554,6 +564,7 @@ try {
       const data = /^data: (.*)$/m.exec(block)?.[1];
       return ev && data ? [{ event: ev, ...JSON.parse(data) }] : [];
     }));
+    recordedProgress = bodies.map(parseSSE).find((evs) => evs.some((e) => e.event === 'progress')) ?? [];
     const parse = events.filter((e) => e.event === 'progress' && e.phase === 'parse');
     const embed = events.filter((e) => e.event === 'progress' && e.phase === 'embed');
     console.log(`     server events: ${events.length} (${parse.length} parse, ${embed.length} embed); last parse ${JSON.stringify(parse.at(-1))}`);
@@ -569,6 +580,17 @@ try {
     const ws = await server.api('GET', '/api/workspaces');
     assert.equal(ws[0].documents, 13 + ADDED_FILES, JSON.stringify(ws));
     await browser.screenshot(page, 'e2e-library-done', { fullPage: true });
+  });
+
+  await step('every view at 1280 and 420 px: header controls on screen, no sideways scroll, chips readable', async () => {
+    await tid('nav-chat').click();
+    await screenshotViews(page, browser);
+  });
+
+  await step('the mock server\'s fixtures are what lore serve answers (LORE_E2E_RECORD=1 re-records them)', async () => {
+    const r = await checkFixtures(server, { workspace: 'default', question: Q1, progress: recordedProgress, replace: [[tmp, '/home/user/lore-e2e']] });
+    if (r.written) console.log(`     wrote ${r.written}`);
+    if (r.added.length) console.log(`     the server now also sends: ${r.added.join(', ')} (re-record to include them)`);
   });
 
   await step('no CSP violations, page errors or console errors in the whole session', async () => {

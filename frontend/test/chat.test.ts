@@ -2,11 +2,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TTFTMeter } from '../src/ttft';
 import { ChatView } from '../src/views/chat';
 import type { Ctx } from '../src/views/ctx';
-import { applyStage, initialStage, prefillFraction, prefillText } from '../src/views/stage';
-import { readNumeric } from '../src/views/settings';
+import { applyStage, fitText, initialStage, prefillFraction, prefillText } from '../src/views/stage';
 import { slotOptions } from '../src/views/models';
 import { progressText } from '../src/views/library';
-import type { AskCallbacks, AskRequest, Settings, Trace, Transport } from '../src/transport/types';
+import type { AskCallbacks, AskRequest, Trace, Transport } from '../src/transport/types';
 
 describe('TTFTMeter', () => {
   it('measures submit → first visible token painted, once', () => {
@@ -42,7 +41,11 @@ describe('stage placeholder', () => {
     s = applyStage(s, { name: 'rerank', state: 'start' });
     expect(s.label).toBe('Reranking…');
     s = applyStage(s, { name: 'prompt_assemble', state: 'start' });
-    expect(s.label).toBe('Reading 5 sources…');
+    expect(s.label).toBe('Fitting 5 candidates into the prompt…');
+    expect(fitText(s)).toBe('');
+    s = applyStage(s, { name: 'prompt_assemble', state: 'done', ms: 3, detail: { sources: 4, candidates: 20 } });
+    expect(fitText(s)).toBe('4 of 20 candidates fit the prompt');
+    expect(fitText(applyStage(s, { name: 'prompt_assemble', state: 'done', detail: { sources: 5 } }))).toBe('5 passages in the prompt');
     s = applyStage(s, { name: 'prefill', state: 'start', detail: { prompt_tokens: 1900, cached_tokens: 310, eval_tokens: 1590, expected_ms: 700 } });
     expect(s.label).toBe('Reading 1,900 prompt tokens…');
     expect(prefillText(s.prefill!)).toBe('1,900 prompt tokens · 310 from cache · 1,590 to read · about 700 ms');
@@ -50,7 +53,7 @@ describe('stage placeholder', () => {
     expect(prefillText(s.prefill!, s.prefillDoneMs)).toBe('1,900 prompt tokens · 310 from cache · 1,590 to read · read in 702 ms');
     s = applyStage(s, { name: 'generate', state: 'start' });
     expect(s.label).toBe('Generating…');
-    expect(applyStage(initialStage(), { name: 'prompt_assemble', state: 'start' }).label).toBe('Reading sources…');
+    expect(applyStage(initialStage(), { name: 'prompt_assemble', state: 'start' }).label).toBe('Building the prompt…');
     expect(applyStage(initialStage(), { name: 'retrieval', state: 'done', detail: { sources: 1 } }).sources).toBe(1);
   });
 
@@ -63,16 +66,6 @@ describe('stage placeholder', () => {
 });
 
 describe('small view helpers', () => {
-  const base: Settings = { chat_model: 'c', embed_model: 'e', rerank_model: '', top_k: 5, rerank_k: 20, ef_search: 64, context_tokens: 2048, threads: 0, gpu_layers: 0 };
-  it('validates numeric settings', () => {
-    const ok = readNumeric({ top_k: '8', rerank_k: '0', ef_search: '128', context_tokens: '4096', threads: '4', gpu_layers: '0' }, base);
-    expect(ok.errors).toEqual([]);
-    expect(ok.settings).toMatchObject({ top_k: 8, ef_search: 128, chat_model: 'c' });
-    const bad = readNumeric({ top_k: '0', rerank_k: '1.5', ef_search: 'x', context_tokens: '4096', threads: '4', gpu_layers: '-1' }, base);
-    expect(bad.settings).toBeUndefined();
-    expect(bad.errors).toHaveLength(4);
-  });
-
   it('offers models of the right kind and keeps an unknown current value', () => {
     const models = [
       { path: '/m/chat.gguf', name: 'chat', kind: 'chat', quantization: 'Q4_0', fits_in_ram: true },
@@ -165,7 +158,11 @@ describe('ChatView', () => {
     expect(all('source').map((s) => s.getAttribute('data-n'))).toEqual(['1', '2']);
     expect(q('answer').textContent).toBe('');
     cb.onStage({ name: 'prompt_assemble', state: 'start' });
-    expect(q('answer-stage').textContent).toBe('Reading 2 sources…');
+    expect(q('answer-stage').textContent).toBe('Fitting 2 candidates into the prompt…');
+    expect(q('answer-fit').hidden).toBe(true);
+    cb.onStage({ name: 'prompt_assemble', state: 'done', ms: 2, detail: { sources: 1, candidates: 2 } });
+    expect(q('answer-fit').textContent).toBe('1 of 2 candidates fit the prompt');
+    expect(q('sources').querySelector('summary')?.textContent).toBe('Sources · 1 of 2 candidates fit the prompt');
     cb.onStage({ name: 'prefill', state: 'start', detail: { prompt_tokens: 900, cached_tokens: 310, eval_tokens: 590, expected_ms: 700 } });
     expect(q('prefill-progress').hidden).toBe(false);
     expect(q('prefill-text').textContent).toContain('310 from cache');

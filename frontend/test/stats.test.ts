@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { fmtBytes, fmtDate, fmtDuration, fmtInt, fmtMs, fmtNum, fmtParams, fmtPct, fmtRate } from '../src/format';
-import { binHeights, groupRows, histogramBins, stageRows } from '../src/latency/stats';
+import { binHeights, bucketLabel, fallbackLabel, groupOrder, groupRows, histogramBins, stageRows } from '../src/latency/stats';
 import { renderHistogram } from '../src/views/latency';
-import type { TraceStats } from '../src/transport/types';
+import type { GroupStats, TraceStats } from '../src/transport/types';
+
+/** A group as the server sends it (store.Stats): n, ttft, total and per-stage percentiles. */
+function group(p50: number, n: number): GroupStats {
+  const p = { p50, p95: p50 * 1.5, p99: p50 * 2, n };
+  return { n, ttft: p, total: { ...p, p50: p50 * 3 }, stages: { prefill_ms: p } };
+}
 
 describe('formatting (no Intl)', () => {
   it('formats milliseconds across ranges', () => {
@@ -83,12 +89,9 @@ const STATS: TraceStats = {
     ttft_ms: { p50: 760, p95: 1500, p99: 2100, n: 40 },
     embed_ms: { p50: 9, p95: 12, p99: 30, n: 40 },
   },
-  by_bucket: {
-    '2048-4096': { p50: 2500, p95: 3000, p99: 3100, n: 3 },
-    '0-512': { p50: 300, p95: 400, p99: 450, n: 20 },
-    '512-2048': { ttft_ms: { p50: 800, p95: 1000, p99: 1100, n: 17 } } as never,
-  },
-  by_fallback: { '0': { p50: 700, p95: 1400, p99: 2000, n: 38 }, '2': { p50: 300, p95: 310, p99: 320, n: 2 } },
+  // The server's bucket names (store.PromptBucket), out of order.
+  by_bucket: { '>=4096': group(4100, 1), '1024-2047': group(1500, 4), '<512': group(300, 20), '512-1023': group(800, 17), '2048-4095': group(2500, 3) },
+  by_fallback: { '1': group(700, 38), '3': group(300, 2), '0': group(900, 1) },
 };
 
 describe('stats shaping', () => {
@@ -100,12 +103,16 @@ describe('stats shaping', () => {
     expect(stageRows(undefined)).toEqual([]);
   });
 
-  it('sorts prompt-length buckets numerically and accepts both value shapes', () => {
-    const rows = groupRows(STATS.by_bucket);
-    expect(rows.map((r) => r.key)).toEqual(['0-512', '512-2048', '2048-4096']);
+  it('sorts prompt-length buckets numerically and shows each group\'s TTFT', () => {
+    const rows = groupRows(STATS.by_bucket, bucketLabel);
+    expect(rows.map((r) => r.key)).toEqual(['<512', '512-1023', '1024-2047', '2048-4095', '>=4096']);
+    expect(rows.map((r) => r.label)).toEqual(['< 512', '512–1,023', '1,024–2,047', '2,048–4,095', '≥ 4,096']);
     expect(rows[1].p50).toBe('800 ms');
     expect(rows[1].n).toBe(17);
     expect(groupRows(undefined)).toEqual([]);
+    const fb = groupRows(STATS.by_fallback, fallbackLabel);
+    expect(fb.map((r) => r.label)).toEqual(['0 · full pipeline', '1 · rerank skipped', '3 · extractive (no model)']);
+    expect(groupOrder('nonsense')).toBe(Infinity);
   });
 
   it('treats per-bucket histogram counts as they are', () => {

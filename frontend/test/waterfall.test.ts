@@ -36,12 +36,32 @@ describe('layoutWaterfall', () => {
 
   it('lists rows in pipeline order, with the optional ones the trace has', () => {
     expect(layoutWaterfall(TRACE).rows.map((r) => r.stage)).toEqual([
-      'embed', 'vector', 'bm25', 'rerank', 'prompt_assemble', 'queue', 'tokenize', 'prefill', 'first_decode', 'flush', 'paint',
+      'retrieval', 'embed', 'vector', 'bm25', 'rerank', 'prompt_assemble', 'queue', 'tokenize', 'prefill', 'first_decode', 'flush', 'paint', 'decode',
     ]);
     const minimal: Trace = { request_id: 'm', stages: { prefill_ms: 5 }, stage_starts: { prefill_ms: 0 } };
     const rows = layoutWaterfall(minimal).rows.map((r) => r.stage);
     expect(rows).not.toContain('tokenize');
     expect(rows).not.toContain('rerank'); // skipped: no stage, no bar
+  });
+
+  it('draws retrieval as the parent of embed, vector and bm25, and decode after the first token', () => {
+    const t: Trace = {
+      ...TRACE,
+      stage_starts: { ...TRACE.stage_starts, retrieval_ms: 0.2, decode_ms: 747 },
+    };
+    const lay = layoutWaterfall(t);
+    const r = Object.fromEntries(lay.rows.map((x) => [x.stage, x]));
+    expect(lay.axisMs).toBe(747 + 1500); // decode ends the axis
+    expect(r.retrieval.parent).toBeUndefined();
+    expect(['embed', 'vector', 'bm25'].map((k) => r[k].parent)).toEqual(['retrieval', 'retrieval', 'retrieval']);
+    expect(r.decode.x).toBeCloseTo(747 / 2247, 9);
+    expect(r.decode.w).toBeCloseTo(1500 / 2247, 9);
+    const el = renderWaterfall(t);
+    expect(el.querySelector('[data-testid="waterfall-row-embed"]')!.classList.contains('child')).toBe(true);
+    expect(el.querySelector('[data-testid="waterfall-row-retrieval"]')!.classList.contains('child')).toBe(false);
+    expect(el.querySelector('[data-testid="waterfall-row-decode"] rect.wf-bar')).not.toBeNull();
+    const noDecode: Trace = { request_id: 'x', stages: { prefill_ms: 5 }, stage_starts: { prefill_ms: 0 } };
+    expect(layoutWaterfall(noDecode).rows.map((x) => x.stage)).not.toContain('decode');
   });
 
   it('marks vector and bm25 as parallel when they overlap, not when they are sequential', () => {

@@ -58,27 +58,53 @@ export function stageRows(stats: TraceStats | undefined): StatRow[] {
   return keys.map((k) => row(k, stageLabel(k), st[k]));
 }
 
-/** Lower bound of a bucket name like "0-512", "512-1024", "4096+" (for sorting). */
-function bucketLow(name: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)/.exec(name);
-  return m ? parseFloat(m[1]) : Number.POSITIVE_INFINITY;
+/**
+ * Sort key of a group name: "<512" before "512-1023" before ">=4096"; fallback levels "0", "1" as numbers.
+ * Names that hold no number go last, in text order.
+ */
+export function groupOrder(name: string): number {
+  const m = /^\s*(<=?|>=?)?\s*(\d+(?:\.\d+)?)/.exec(name);
+  if (!m) return Number.POSITIVE_INFINITY;
+  const n = parseFloat(m[2]);
+  if (m[1] === '<') return n - 0.5; // everything below n: before the bucket that starts at n
+  if (m[1] === '<=') return n - 0.25;
+  if (m[1] === '>') return n + 0.5;
+  return n; // "n-m", "n+", ">=n", "n"
 }
 
-/**
- * Rows for by_bucket / by_fallback. contract: each value is "{…}"; accepted are Percentiles (of TTFT) or a
- * per-stage map (whose `ttft_ms` entry is shown).
- */
-export function groupRows(groups: TraceStats['by_bucket'], stage = 'ttft_ms'): StatRow[] {
+/** Rows for by_bucket / by_fallback: each group's time to first token, ordered numerically by name. */
+export function groupRows(groups: TraceStats['by_bucket'], label: (name: string) => string = (n) => n): StatRow[] {
   if (!groups) return [];
   const out: StatRow[] = [];
-  for (const [name, v] of Object.entries(groups)) {
-    if (isPercentiles(v)) out.push(row(name, name, v));
-    else if (v && typeof v === 'object' && isPercentiles((v as Record<string, unknown>)[stage])) {
-      out.push(row(name, name, (v as Record<string, Percentiles>)[stage]));
-    }
+  for (const [name, g] of Object.entries(groups)) {
+    if (g && isPercentiles(g.ttft)) out.push(row(name, label(name), { ...g.ttft, n: typeof g.n === 'number' ? g.n : g.ttft.n }));
   }
-  out.sort((a, b) => bucketLow(a.key) - bucketLow(b.key) || (a.key < b.key ? -1 : 1));
+  out.sort((a, b) => groupOrder(a.key) - groupOrder(b.key) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return out;
+}
+
+const FALLBACKS: Record<string, string> = {
+  '0': '0 · full pipeline',
+  '1': '1 · rerank skipped',
+  '2': '2 · BM25 only',
+  '3': '3 · extractive (no model)',
+};
+
+/** "1" → "1 · rerank skipped" (README, "Fallback levels"). */
+export function fallbackLabel(level: string): string {
+  return FALLBACKS[level] ?? level;
+}
+
+/** "<512" → "< 512", ">=4096" → "≥ 4,096", "512-1023" → "512–1,023". */
+export function bucketLabel(name: string): string {
+  const int = (d: string) => d.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return name
+    .replace(/^>=\s*/, '≥ ')
+    .replace(/^<=\s*/, '≤ ')
+    .replace(/^<\s*/, '< ')
+    .replace(/^>\s*/, '> ')
+    .replace(/(\d)-(\d)/, '$1–$2')
+    .replace(/\d+/g, int);
 }
 
 export interface HistBin {

@@ -13,12 +13,16 @@ export interface RowDef {
   group?: string;
   /** Shown only when the trace has the stage. */
   optional?: boolean;
+  /** A part of another row's stage (drawn indented under it). */
+  parent?: string;
 }
 
 export const WATERFALL_ROWS: RowDef[] = [
-  { stage: 'embed', key: 'embed_ms', label: 'embed' },
-  { stage: 'vector', key: 'vector_ms', label: 'vector', group: 'retrieval' },
-  { stage: 'bm25', key: 'bm25_ms', label: 'bm25', group: 'retrieval' },
+  // Retrieval encloses the query embedding, then vector ‖ BM25 and their fusion.
+  { stage: 'retrieval', key: 'retrieval_ms', label: 'retrieval', optional: true },
+  { stage: 'embed', key: 'embed_ms', label: 'embed', parent: 'retrieval' },
+  { stage: 'vector', key: 'vector_ms', label: 'vector', group: 'retrieval', parent: 'retrieval' },
+  { stage: 'bm25', key: 'bm25_ms', label: 'bm25', group: 'retrieval', parent: 'retrieval' },
   // Only when a rerank model ran: a skipped rerank has no stage, and no bar.
   { stage: 'rerank', key: 'rerank_ms', label: 'rerank', optional: true },
   { stage: 'prompt_assemble', key: 'prompt_assemble_ms', label: 'prompt assembly' },
@@ -29,6 +33,8 @@ export const WATERFALL_ROWS: RowDef[] = [
   { stage: 'first_decode', key: 'first_decode_ms', label: 'first token' },
   { stage: 'flush', key: 'flush_ms', label: 'flush', optional: true },
   { stage: 'paint', key: 'paint_ms', label: 'paint (UI)' },
+  // The rest of the answer, from the first token to the last (the trace's decode_ms).
+  { stage: 'decode', key: 'decode_ms', label: 'decode', optional: true },
 ];
 
 export interface WaterfallRow extends RowDef {

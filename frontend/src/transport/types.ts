@@ -126,11 +126,23 @@ export interface HistogramBucket {
   count: number;
 }
 
-export interface TraceStats {
+/** Percentiles of one group of traces (a prompt-length bucket, a fallback level): store.Stats. */
+export interface GroupStats {
+  n: number;
+  ttft: Percentiles;
+  total: Percentiles;
+  /** Per stage key (`prefill_ms`, …), over the group's traces that recorded it. */
   stages: Record<string, Percentiles>;
-  /** contract: "{…}" — either Percentiles of ttft, or a per-stage map like `stages`. Both are handled. */
-  by_bucket?: Record<string, Percentiles | Record<string, Percentiles>>;
-  by_fallback?: Record<string, Percentiles | Record<string, Percentiles>>;
+}
+
+export interface TraceStats {
+  window?: string;
+  n?: number;
+  stages: Record<string, Percentiles>;
+  /** Keyed by prompt-length bucket: "<512", "512-1023", "1024-2047", "2048-4095", ">=4096". */
+  by_bucket?: Record<string, GroupStats>;
+  /** Keyed by fallback level: "0", "1", … */
+  by_fallback?: Record<string, GroupStats>;
   ttft_histogram?: HistogramBucket[];
 }
 
@@ -161,6 +173,8 @@ export interface Progress {
 export interface DocumentInfo {
   id: number;
   path: string;
+  /** The path relative to its folder. */
+  rel?: string;
   status: string;
   error?: string;
   chunks: number;
@@ -220,8 +234,14 @@ export interface Settings {
   rerank_model: string;
   top_k: number;
   rerank_k: number;
+  /** Rerank is skipped when its measured cost × rerank_k would exceed this (0: no budget). */
+  rerank_budget_ms: number;
+  /** HNSW beam; 0: the index's default. */
   ef_search: number;
+  /** Token budget for passages; 0: sized from the measured prefill speed (about 1 s of reading). */
   context_tokens: number;
+  /** Longest answer in tokens; 0: up to the context. */
+  max_tokens: number;
   threads: number;
   gpu_layers: number;
 }

@@ -8,7 +8,8 @@ import { DraftPrefetcher } from '../prefetch';
 import type { AskHandle, ChatMessage, ChatSummary, Source, StageEvent, Trace } from '../transport/types';
 import { TTFTMeter, type TTFTResult } from '../ttft';
 import type { Ctx } from './ctx';
-import { applyStage, initialStage, prefillFraction, prefillText, type StageState } from './stage';
+import { sourceChip, locationText, scoresText } from './sources';
+import { applyStage, fitText, initialStage, prefillFraction, prefillText, type StageState } from './stage';
 
 function schedule(cb: () => void): void {
   if (document.visibilityState === 'hidden') setTimeout(cb, 16);
@@ -23,6 +24,7 @@ class Turn {
   private readonly prefillBox: HTMLElement;
   private readonly prefillBar: HTMLProgressElement;
   private readonly prefillLine: HTMLElement;
+  private readonly fitLine: HTMLElement;
   private readonly sourcesBox: HTMLElement;
   private readonly sourcesList: HTMLOListElement;
   private readonly passage: HTMLElement;
@@ -50,11 +52,13 @@ class Turn {
     this.prefillBar = h('progress', { class: 'prefill-bar', attrs: { max: 1, value: 0 } });
     this.prefillLine = h('span', { class: 'prefill-line', testid: 'prefill-text' });
     this.prefillBox = h('div', { class: 'prefill', testid: 'prefill-progress', hidden: true }, this.prefillBar, this.prefillLine);
+    this.fitLine = h('span', { class: 'fit-line', testid: 'answer-fit', hidden: true });
     this.stageBox = h(
       'div',
       { class: 'placeholder', testid: 'answer-placeholder', role: 'status', attrs: { 'aria-live': 'polite' } },
       h('span', { class: 'spinner', attrs: { 'aria-hidden': 'true' } }),
       this.stageLabel,
+      this.fitLine,
       this.prefillBox,
     );
     this.sourcesList = h('ol', { class: 'sources-list' });
@@ -98,6 +102,7 @@ class Turn {
 
   onStage(ev: StageEvent): void {
     this.stage = applyStage(this.stage, ev);
+    if (ev.name === 'prompt_assemble' && ev.state === 'done') this.showFit();
     if (this.gotFirstToken) return;
     this.stageLabel.textContent = this.stage.label;
     this.stageBox.setAttribute('data-stage', this.stage.stage);
@@ -122,23 +127,18 @@ class Turn {
   onSources(src: Source[]): void {
     this.sources = src;
     clear(this.sourcesList);
-    for (const s of src) {
-      const loc = [s.heading, s.page ? `p. ${s.page}` : '', s.line_start ? `lines ${s.line_start}–${s.line_end ?? s.line_start}` : '']
-        .filter(Boolean)
-        .join(' · ');
-      this.sourcesList.append(
-        h('li', { class: 'source', testid: 'source', attrs: { 'data-n': s.n } },
-          h('button', { type: 'button', class: 'source-btn', title: s.path, on: { click: () => this.openSource(s.n) } },
-            h('span', { class: 'source-n', text: `[${s.n}]` }),
-            h('span', { class: 'source-doc', text: s.document }),
-            loc ? h('span', { class: 'source-loc', text: loc }) : null,
-          ),
-        ),
-      );
-    }
+    for (const s of src) this.sourcesList.append(sourceChip(s, (n) => this.openSource(n)));
     this.sourcesBox.hidden = src.length === 0;
-    this.sourcesBox.querySelector('summary')!.textContent = `Sources (${src.length})`;
+    this.showFit();
     if (this.raw) this.render();
+  }
+
+  /** "4 of 20 candidates fit the prompt" under the stage label and on the sources' summary. */
+  private showFit(): void {
+    const fit = fitText(this.stage);
+    this.fitLine.textContent = fit;
+    this.fitLine.hidden = !fit;
+    this.sourcesBox.querySelector('summary')!.textContent = fit ? `Sources · ${fit}` : `Sources (${this.sources.length})`;
   }
 
   /** Returns true when this token was the first visible one (it is in the DOM on return). */
@@ -242,14 +242,14 @@ class Turn {
     if (!s) return;
     for (const li of Array.from(this.sourcesList.children)) li.classList.toggle('active', li.getAttribute('data-n') === String(n));
     const text = h('pre', { class: 'passage-text', testid: 'passage-text', text: s.text });
-    const where = [s.path || s.document, s.page ? `page ${s.page}` : '', s.line_start ? `lines ${s.line_start}–${s.line_end ?? s.line_start}` : '']
-      .filter(Boolean)
-      .join(' · ');
+    const where = [s.path || s.document, locationText(s)].filter(Boolean).join(' · ');
+    const why = scoresText(s);
     this.passage.replaceChildren(
       h('div', { class: 'passage-head' },
         h('strong', { text: `[${n}] ${s.document}` }),
         s.heading ? h('span', { class: 'passage-heading', text: s.heading }) : null,
         h('span', { class: 'passage-where', text: where }),
+        why ? h('span', { class: 'passage-scores', testid: 'passage-scores', text: why }) : null,
         this.ctx.t.desktop
           ? h('button', { type: 'button', class: 'btn small', testid: 'open-source', text: 'Open file', on: { click: () => this.openFile(s.chunk_id) } })
           : null,

@@ -4,7 +4,7 @@
 
 import { clear, download, errMsg, h, svg } from '../dom';
 import { fmtDate, fmtInt, fmtMs, fmtPct, fmtRate } from '../format';
-import { binHeights, groupRows, histogramBins, stageRows, type StatRow } from '../latency/stats';
+import { binHeights, bucketLabel, fallbackLabel, groupRows, histogramBins, stageRows, type StatRow } from '../latency/stats';
 import { layoutWaterfall } from '../latency/waterfall';
 import type { Trace, TraceStats } from '../transport/types';
 import type { Ctx } from './ctx';
@@ -29,7 +29,7 @@ export function renderWaterfall(trace: Trace): HTMLElement {
             svg('title', {}, `${r.label}: ${fmtMs(r.durMs)} from ${fmtMs(r.startMs)}`))
         : null;
     box.append(
-      h('div', { class: `wf-row${r.parallel ? ' parallel' : ''}`, testid: `waterfall-row-${r.stage}`, attrs: { 'data-stage': r.stage, 'data-start-ms': r.startMs ?? '', 'data-ms': r.durMs ?? '' } },
+      h('div', { class: `wf-row${r.parallel ? ' parallel' : ''}${r.parent ? ' child' : ''}`, testid: `waterfall-row-${r.stage}`, attrs: { 'data-stage': r.stage, 'data-start-ms': r.startMs ?? '', 'data-ms': r.durMs ?? '' } },
         h('span', { class: 'wf-label', text: (r.parallel ? '‖ ' : '') + r.label }),
         svg('svg', { class: 'wf-track', 'aria-hidden': 'true' }, ...markerLines(), bar),
         h('span', { class: 'wf-ms', text: r.startMs === null ? `${fmtMs(r.durMs)} (no start)` : fmtMs(r.durMs) }),
@@ -210,9 +210,9 @@ export class LatencyView {
         h('h3', { text: 'Time to first token' }),
         renderHistogram(st),
         h('h3', { text: 'TTFT by prompt length' }),
-        statTable(groupRows(st.by_bucket), 'Prompt tokens', 'bucket-table'),
+        statTable(groupRows(st.by_bucket, bucketLabel), 'Prompt tokens', 'bucket-table'),
         h('h3', { text: 'TTFT by fallback level' }),
-        statTable(groupRows(st.by_fallback), 'Fallback', 'fallback-table'),
+        statTable(groupRows(st.by_fallback, fallbackLabel), 'Fallback', 'fallback-table'),
       );
     } else if (stats.status === 'rejected') {
       this.statsBox.append(h('p', { class: 'error', text: `Cannot load stats: ${errMsg(stats.reason)}` }));

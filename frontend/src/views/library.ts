@@ -165,7 +165,7 @@ export class LibraryView {
     for (const d of docs) {
       this.docs.append(
         h('tr', { class: d.status === 'error' ? 'error' : '', testid: 'document', attrs: { 'data-status': d.status } },
-          h('td', {}, h('code', { text: d.path })),
+          h('td', { title: d.path }, h('code', { text: d.rel || d.path })),
           h('td', { text: d.status, title: d.error || '' }),
           h('td', { text: fmtInt(d.chunks) }),
         ),

@@ -1,38 +1,61 @@
-// Retrieval and runtime settings.
+// Retrieval and runtime settings. The ranges are the server's (app/settings.go, validate()), so what the
+// server sends can always be saved back unchanged; several fields use 0 for "auto" or "off".
 
 import { errMsg, h } from '../dom';
 import type { Settings } from '../transport/types';
 import type { Ctx } from './ctx';
 
-type NumKey = 'top_k' | 'rerank_k' | 'ef_search' | 'context_tokens' | 'threads' | 'gpu_layers';
+type NumKey = 'top_k' | 'rerank_k' | 'rerank_budget_ms' | 'ef_search' | 'context_tokens' | 'max_tokens' | 'threads' | 'gpu_layers';
 
-export const NUMERIC_SETTINGS: Array<{ key: NumKey; label: string; help: string; min: number; max: number }> = [
-  { key: 'top_k', label: 'Top K', help: 'passages retrieved per question', min: 1, max: 200 },
-  { key: 'rerank_k', label: 'Rerank K', help: 'candidates the reranker scores (0 = no rerank)', min: 0, max: 200 },
-  { key: 'ef_search', label: 'ef_search', help: 'HNSW search breadth', min: 1, max: 4096 },
-  { key: 'context_tokens', label: 'Context tokens', help: 'prompt budget for passages', min: 256, max: 1048576 },
-  { key: 'threads', label: 'Threads', help: 'CPU threads for the model (0 = auto)', min: 0, max: 512 },
-  { key: 'gpu_layers', label: 'GPU layers', help: 'layers offloaded to the GPU (0 = CPU only)', min: 0, max: 1000 },
+export interface NumField {
+  key: NumKey;
+  label: string;
+  help: string;
+  min: number;
+  max: number;
+  /** What 0 means, when it means something other than the number (shown next to the field). */
+  zero?: string;
+  unit?: string;
+  group: string;
+}
+
+export const NUMERIC_SETTINGS: NumField[] = [
+  { key: 'top_k', group: 'Retrieval', label: 'Top K', min: 1, max: 50, help: 'passages kept for the prompt, after fusion and rerank; as many as fit the context budget go in' },
+  { key: 'rerank_k', group: 'Retrieval', label: 'Rerank K', min: 0, max: 100, zero: 'no rerank', help: 'candidates the rerank model scores (when one is chosen)' },
+  { key: 'rerank_budget_ms', group: 'Retrieval', label: 'Rerank budget', unit: 'ms', min: 0, max: 60_000, zero: 'no budget', help: 'rerank is skipped when its measured cost for Rerank K candidates would exceed this' },
+  { key: 'ef_search', group: 'Retrieval', label: 'ef_search', min: 0, max: 4096, zero: 'auto', help: 'HNSW search breadth: higher finds better neighbours, slower; 0 uses the index default' },
+  { key: 'context_tokens', group: 'Prompt and answer', label: 'Context tokens', unit: 'tokens', min: 0, max: 32_768, zero: 'auto', help: 'prompt budget for passages; 0 sizes it from the measured prefill speed, about one second of reading' },
+  { key: 'max_tokens', group: 'Prompt and answer', label: 'Max answer tokens', unit: 'tokens', min: 0, max: 32_768, zero: 'no limit', help: 'longest answer; 0 lets it run to the end of the context' },
+  { key: 'threads', group: 'Runtime', label: 'Threads', min: 0, max: 256, zero: 'auto', help: 'CPU threads for the model' },
+  { key: 'gpu_layers', group: 'Runtime', label: 'GPU layers', min: 0, max: 1024, zero: 'CPU only', help: 'model layers offloaded to the GPU' },
 ];
 
-/** Reads the form values; returns the settings or a list of problems. */
-export function readNumeric(values: Record<NumKey, string>, base: Settings): { settings?: Settings; errors: string[] } {
+/** "0 = auto" etc. for a field, '' when 0 has no special meaning. */
+export function zeroNote(f: NumField): string {
+  return f.zero ? `0 = ${f.zero}` : '';
+}
+
+/** Reads the form values; returns the settings or a list of problems (and the fields at fault). */
+export function readNumeric(values: Partial<Record<NumKey, string>>, base: Settings): { settings?: Settings; errors: string[]; invalid: NumKey[] } {
   const errors: string[] = [];
+  const invalid: NumKey[] = [];
   const out: Settings = { ...base };
   for (const f of NUMERIC_SETTINGS) {
     const raw = (values[f.key] ?? '').trim();
     if (!/^-?\d+$/.test(raw)) {
       errors.push(`${f.label} must be a whole number`);
+      invalid.push(f.key);
       continue;
     }
     const n = parseInt(raw, 10);
     if (n < f.min || n > f.max) {
       errors.push(`${f.label} must be between ${f.min} and ${f.max}`);
+      invalid.push(f.key);
       continue;
     }
     out[f.key] = n;
   }
-  return errors.length ? { errors } : { settings: out, errors };
+  return errors.length ? { errors, invalid } : { settings: out, errors, invalid };
 }
 
 export class SettingsView {
@@ -42,13 +65,28 @@ export class SettingsView {
   private base: Settings | undefined;
 
   constructor(private readonly ctx: Ctx) {
-    const form = h('form', { class: 'settings-form', testid: 'settings-form' });
+    // novalidate: the form's own messages (below) say what is wrong; the browser's bubble would block the
+    // submit without a word in a webview.
+    const form = h('form', { class: 'settings-form', testid: 'settings-form', attrs: { novalidate: true } });
+    let group = '';
     for (const f of NUMERIC_SETTINGS) {
-      const inp = h('input', { type: 'number', testid: `setting-${f.key}`, attrs: { min: f.min, max: f.max, step: 1, 'aria-label': f.label } });
+      if (f.group !== group) {
+        group = f.group;
+        form.append(h('h3', { text: group }));
+      }
+      const id = `setting-${f.key}`;
+      const inp = h('input', { type: 'number', id, testid: id, attrs: { min: f.min, max: f.max, step: 1, inputmode: 'numeric', 'aria-describedby': `${id}-help` } });
       this.inputs.set(f.key, inp);
-      form.append(h('label', { class: 'field' }, h('span', { text: f.label }), inp, h('small', { class: 'muted', text: f.help })));
+      form.append(
+        h('div', { class: 'field' },
+          h('label', { for: id, text: f.label }),
+          h('span', { class: 'field-input' }, inp, f.unit ? h('span', { class: 'muted small', text: f.unit }) : null,
+            f.zero ? h('span', { class: 'zero-note', testid: `${id}-zero`, text: zeroNote(f) }) : null),
+          h('small', { class: 'muted', id: `${id}-help`, text: `${f.help} (${f.min}–${f.max})` }),
+        ),
+      );
     }
-    this.status = h('span', { class: 'muted', testid: 'settings-status' });
+    this.status = h('span', { class: 'muted', testid: 'settings-status', role: 'status' });
     form.append(h('div', { class: 'row' }, h('button', { type: 'submit', class: 'btn primary', testid: 'save-settings', text: 'Save' }), this.status));
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
@@ -60,8 +98,13 @@ export class SettingsView {
   async load(): Promise<void> {
     try {
       this.base = await this.ctx.t.settings();
-      for (const f of NUMERIC_SETTINGS) this.inputs.get(f.key)!.value = String(this.base?.[f.key] ?? '');
+      for (const f of NUMERIC_SETTINGS) {
+        const inp = this.inputs.get(f.key)!;
+        inp.value = String(this.base?.[f.key] ?? 0);
+        inp.removeAttribute('aria-invalid');
+      }
       this.status.textContent = '';
+      this.status.classList.remove('error');
     } catch (e) {
       this.ctx.notify(`Cannot load settings: ${errMsg(e)}`);
     }
@@ -69,9 +112,14 @@ export class SettingsView {
 
   private async save(): Promise<void> {
     if (!this.base) return;
-    const vals = {} as Record<NumKey, string>;
+    const vals: Partial<Record<NumKey, string>> = {};
     for (const f of NUMERIC_SETTINGS) vals[f.key] = this.inputs.get(f.key)!.value;
     const r = readNumeric(vals, this.base);
+    for (const f of NUMERIC_SETTINGS) {
+      const inp = this.inputs.get(f.key)!;
+      if (r.invalid.includes(f.key)) inp.setAttribute('aria-invalid', 'true');
+      else inp.removeAttribute('aria-invalid');
+    }
     if (!r.settings) {
       this.status.textContent = r.errors.join('; ');
       this.status.classList.add('error');

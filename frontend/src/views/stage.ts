@@ -7,7 +7,10 @@ export interface StageState {
   /** Current stage name ('' before any). */
   stage: string;
   label: string;
+  /** Candidates retrieved (retrieval done), then also those that fit the prompt (prompt_assemble done). */
   sources?: number;
+  fitted?: number;
+  candidates?: number;
   prefill?: PrefillDetail;
   prefillDoneMs?: number;
 }
@@ -25,6 +28,11 @@ export function applyStage(s: StageState, ev: StageEvent): StageState {
   const next: StageState = { ...s };
   const d = ev.detail ?? {};
   if (ev.name === 'retrieval' && ev.state === 'done' && typeof d.sources === 'number') next.sources = d.sources;
+  if (ev.name === 'prompt_assemble' && ev.state === 'done' && typeof d.sources === 'number') {
+    next.fitted = d.sources;
+    const c = d.candidates;
+    next.candidates = typeof c === 'number' ? c : next.sources;
+  }
   if (ev.name === 'prefill' && ev.state === 'start') {
     next.prefill = {
       prompt_tokens: num(d.prompt_tokens),
@@ -57,7 +65,7 @@ export function labelFor(name: string, s: Pick<StageState, 'sources' | 'prefill'
     case 'rerank':
       return 'Reranking…';
     case 'prompt_assemble':
-      return s.sources !== undefined ? `Reading ${plural(s.sources, 'source')}…` : 'Reading sources…';
+      return s.sources !== undefined ? `Fitting ${plural(s.sources, 'candidate')} into the prompt…` : 'Building the prompt…';
     case 'prefill':
       return s.prefill && s.prefill.prompt_tokens
         ? `Reading ${plural(s.prefill.prompt_tokens, 'prompt token')}…`
@@ -84,4 +92,11 @@ export function prefillFraction(elapsedMs: number, expectedMs: number, done: boo
   if (done) return 1;
   if (!(expectedMs > 0)) return 0;
   return Math.min(0.97, Math.max(0, elapsedMs / expectedMs));
+}
+
+/** "4 of 20 candidates fit the prompt" once prompt_assemble is done; '' before. */
+export function fitText(s: Pick<StageState, 'fitted' | 'candidates'>): string {
+  if (s.fitted === undefined) return '';
+  if (s.candidates === undefined || s.candidates === s.fitted) return `${plural(s.fitted, 'passage')} in the prompt`;
+  return `${fmtInt(s.fitted)} of ${plural(s.candidates, 'candidate')} fit the prompt`;
 }

@@ -1,0 +1,6 @@
+// Types for the unit tests that import e2e/fixtures.mjs.
+export type Shape = unknown;
+export function shapeOf(v: unknown, key?: string): Shape;
+export function shapeDiff(fixture: Shape, live: Shape, path?: string): { problems: string[]; added: string[] };
+export function compareRecordings(fixture: Record<string, unknown>, live: Record<string, unknown>): { problems: string[]; added: string[] };
+export function parseSSE(body: string): Array<{ event: string; data: unknown }>;
