@@ -78,3 +78,60 @@ func TestQueueCapacityAndCancel(t *testing.T) {
 	}
 	rel()
 }
+
+func TestQueuePreemptible(t *testing.T) {
+	cases := []struct {
+		name      string
+		holder    Priority
+		waiter    Priority
+		preempted bool
+	}{
+		{"interactive preempts background", Background, Interactive, true},
+		{"background does not preempt background", Background, Background, false},
+		{"interactive does not preempt interactive", Interactive, Interactive, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q := NewQueue(0)
+			hold, release, _, err := q.AcquirePreemptible(WithPriority(context.Background(), c.holder))
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := make(chan struct{})
+			go func() {
+				rel, _, err := q.Acquire(WithPriority(context.Background(), c.waiter))
+				if err == nil {
+					rel()
+				}
+				close(served)
+			}()
+			for q.Stats().Waiting != 1 {
+				time.Sleep(time.Millisecond)
+			}
+			select {
+			case <-hold.Done():
+				if !c.preempted {
+					t.Fatal("holder preempted by a waiter of no higher priority")
+				}
+				if !errors.Is(context.Cause(hold), ErrPreempted) {
+					t.Errorf("cause = %v, want ErrPreempted", context.Cause(hold))
+				}
+			case <-time.After(50 * time.Millisecond):
+				if c.preempted {
+					t.Fatal("holder not preempted")
+				}
+			}
+			release()
+			release() // a second call is harmless
+			<-served
+			if s := q.Stats(); s.Busy || s.Waiting != 0 {
+				t.Errorf("queue after: %+v", s)
+			}
+			// Released normally, the context is cancelled without a cause
+			// of preemption.
+			if !c.preempted && errors.Is(context.Cause(hold), ErrPreempted) {
+				t.Error("released holder's cause is ErrPreempted")
+			}
+		})
+	}
+}

@@ -400,3 +400,53 @@ func TestPrefetchSuperseded(t *testing.T) {
 		t.Errorf("speculative sequence holds %d tokens, want the newer draft's %d", n[engine.SeqSpeculative], st.PromptTokens)
 	}
 }
+
+// textOf returns prose of about n tokens, starting with tag.
+func textOf(t *testing.T, m *engine.Model, tag string, n int) string {
+	t.Helper()
+	for k := 1; ; k++ {
+		s := tag + "\n" + passages(k)
+		toks, err := m.Tokenize(context.Background(), s, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(toks) >= n {
+			return s
+		}
+	}
+}
+
+func TestKVCacheFull(t *testing.T) {
+	chat, _ := models(t)
+	ctx := context.Background()
+	m := openWith(t, engine.Options{Path: chat, NumCtx: 256})
+	a, b := textOf(t, m, "First:", 190), textOf(t, m, "Second:", 190)
+
+	// The speculative sequence fills most of the cache; the answer needs
+	// room and evicts it.
+	if _, err := m.Prefetch(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	out, _, st := generate(t, m, a, 4)
+	if st.Evicted != 1 {
+		t.Errorf("generate evicted %d sequences, want 1", st.Evicted)
+	}
+	if n, _ := m.SeqTokens(ctx); n[engine.SeqSpeculative] != 0 || n[engine.SeqAnswer] != st.PromptTokens+st.DecodeTokens {
+		t.Errorf("sequences after eviction: %v (prompt %d tokens)", n, st.PromptTokens)
+	}
+	if want, _, _ := generate(t, openWith(t, engine.Options{Path: chat, NumCtx: 256}), a, 4); out != want {
+		t.Errorf("after an eviction %q, cold %q", out, want)
+	}
+
+	// A prefetch never evicts the answer: it fails, and the answer keeps its tokens.
+	before, _ := m.SeqTokens(ctx)
+	if _, err := m.Prefetch(ctx, b); err == nil {
+		t.Error("a prefetch that does not fit succeeded")
+	}
+	if n, _ := m.SeqTokens(ctx); n[engine.SeqAnswer] != before[engine.SeqAnswer] {
+		t.Errorf("answer sequence %d tokens after a failed prefetch, %d before", n[engine.SeqAnswer], before[engine.SeqAnswer])
+	}
+	if _, _, st := generate(t, m, a, 4); st.CachedTokens != st.PromptTokens-1 {
+		t.Errorf("the answer's cache was lost: %+v", st)
+	}
+}
