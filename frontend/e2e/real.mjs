@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { launch, watchPage } from './browser.mjs';
 import { steps } from './steps.mjs';
 import { checkFixtures, parseSSE } from './fixtures.mjs';
-import { groupedTables, libraryIdle, screenshotViews, settingsRoundTrip } from './views.mjs';
+import { emptyChat, groupedTables, libraryIdle, screenshotViews, settingsRoundTrip } from './views.mjs';
 
 const repo = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const LORE = resolve(process.env.LORE_BIN ?? join(repo, 'bin/lore'));
@@ -480,6 +480,8 @@ try {
     await browser.screenshot(page, 'e2e-history');
     await tid('new-chat').click();
   });
+
+  await step('empty chat: library and model status, questions from the library, the last chat reopens', () => emptyChat(page, server, browser));
 
   const QX = `What does the zanzibar ledger memo say? <img src=x onerror="window.__pwned='question'"> ![q](http://127.0.0.1:${canary.port}/leak?d=question)`;
   await step('typed question: its prompt is prefilled while typing and adopted on Enter', async () => {

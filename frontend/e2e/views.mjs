@@ -125,7 +125,10 @@ export async function screenshotViews(page, browser) {
         }
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
         assert.ok(overflow <= 0, `the ${view} view scrolls sideways by ${overflow} px at ${width} px`);
-        if (view === 'chat') await chipsReadable(page);
+        if (view === 'chat') {
+          await chipsReadable(page);
+          assert.match(await page.getByTestId('turn').last().getByTestId('answer-cause').textContent(), /of TTFT/);
+        }
         await browser.screenshot(page, `e2e-${view}-${width}`, { fullPage: view !== 'chat' });
         if (view === 'latency') {
           await tid('bucket-table').scrollIntoViewIfNeeded();
@@ -136,4 +139,23 @@ export async function screenshotViews(page, browser) {
   } finally {
     await page.setViewportSize(size);
   }
+}
+
+/** The empty chat: library and model status from the server, questions to try, the last chat to reopen. */
+export async function emptyChat(page, server, browser) {
+  const tid = (id) => page.getByTestId(id);
+  await tid('nav-chat').click();
+  await tid('new-chat').click();
+  await tid('welcome').waitFor();
+  const [ws] = await server.api('GET', '/api/workspaces');
+  const chats = await server.api('GET', `/api/chats?workspace=${encodeURIComponent(ws.name)}`);
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="example-question"]').length > 0);
+  assert.ok((await tid('welcome-library').textContent()).includes(`${ws.documents} documents`));
+  assert.match(await tid('welcome-model').textContent(), /^Chat model /);
+  assert.ok((await tid('reopen-last').textContent()).includes(chats[0].title));
+  console.log(`     try: ${(await tid('example-question').allTextContents()).join(' | ')}`);
+  await browser.screenshot(page, 'e2e-welcome');
+  await tid('reopen-last').click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="turn"]').length > 0);
+  assert.equal(await tid('welcome').count(), 0);
 }

@@ -53,6 +53,8 @@ export class App {
       traceFinished: (trace: Trace) => this.latency.update(trace),
       notify: (m: string) => this.notify(m),
       workspacesChanged: (select?: string) => void this.loadWorkspaces(select),
+      currentWorkspace: () => this.current(),
+      goto: (view) => this.go(view),
     };
     this.chat = new ChatView(this.ctx);
     this.library = new LibraryView(this.ctx);

@@ -234,7 +234,7 @@ describe('ChatView', () => {
   });
 
   it('sends chat_id for follow-ups and none after New chat', () => {
-    const { asks, q, ask } = makeView();
+    const { asks, q, all, ask } = makeView();
     ask('first');
     asks[0].cb.onTrace({ request_id: 'r1', chat_id: 12 });
     asks[0].cb.onToken('ok');
@@ -243,7 +243,8 @@ describe('ChatView', () => {
     expect(asks[1].req.chat_id).toBe(12);
     asks[1].cb.onDone({ request_id: 'r2', stages: {} });
     q('new-chat').click();
-    expect(q('messages').children.length).toBe(0);
+    expect(all('turn').length).toBe(0);
+    expect(q('welcome')).not.toBeNull(); // the empty chat's welcome
     ask('third');
     expect(asks[2].req.chat_id).toBeUndefined();
   });
@@ -262,7 +263,8 @@ describe('ChatView', () => {
   it('loads history and opens a chat', async () => {
     const { view, q, all } = makeView();
     await view.loadChats();
-    expect(all('chat-item').map((b) => b.textContent)).toEqual(['First chat']);
+    expect(all('chat-item').map((b) => b.querySelector('.chat-title')!.textContent)).toEqual(['First chat']);
+    expect(all('chat-date')[0].textContent).toMatch(/^2026-12-0[23] \d\d:\d\d$/);
     await view.openChat(12);
     expect(all('question').map((e) => e.textContent)).toEqual(['old q']);
     expect(q('answer').querySelector('strong')?.textContent).toBe('a');

@@ -77,7 +77,7 @@ describe('Library view', () => {
     const { q, rows } = await openLibrary(t);
     await sleep(300);
     expect(t.watchProgress).toHaveBeenCalledTimes(1);
-    expect(t.documents).toHaveBeenCalledTimes(1);
+    expect(t.documents).toHaveBeenCalledTimes(2); // the chat's welcome (example questions) at start, the Library
     expect(t.workspaces).toHaveBeenCalledTimes(1); // the start only
     expect(q('library-progress-text').textContent).toBe('Up to date');
     expect(rows()).toBe(30);

@@ -152,6 +152,8 @@ export interface Workspace {
   folders: string[];
   documents: number;
   chunks: number;
+  /** A run is going on now. */
+  indexing?: boolean;
 }
 
 export interface ProgressError {
@@ -184,6 +186,7 @@ export interface ChatSummary {
   id: number;
   title: string;
   created: string;
+  updated?: string;
 }
 
 export interface ChatMessage {

@@ -2,6 +2,7 @@
 
 import { clear, copyText, errMsg, h } from '../dom';
 import { fmtDate, fmtInt, fmtMs, fmtNum, fmtRate } from '../format';
+import { causeText, prefillRate } from '../latency/cause';
 import { withUIMeasurement } from '../latency/waterfall';
 import { renderMarkdown } from '../markdown';
 import { DraftPrefetcher } from '../prefetch';
@@ -9,6 +10,7 @@ import type { AskHandle, ChatMessage, ChatSummary, Source, StageEvent, Trace } f
 import { TTFTMeter, type TTFTResult } from '../ttft';
 import type { Ctx } from './ctx';
 import { sourceChip, locationText, scoresText } from './sources';
+import { renderWelcome, type WelcomeInfo } from './welcome';
 import { applyStage, fitText, initialStage, prefillFraction, prefillText, type StageState } from './stage';
 
 function schedule(cb: () => void): void {
@@ -31,6 +33,7 @@ class Turn {
   private readonly answer: HTMLElement;
   private readonly status: HTMLElement;
   private readonly metaLine: HTMLElement;
+  private readonly causeLine: HTMLElement;
   private readonly actions: HTMLElement;
 
   raw = '';
@@ -47,6 +50,8 @@ class Turn {
     private readonly ctx: Ctx,
     readonly question: string,
     private readonly onRetry: (q: string) => void,
+    /** The last measured prefill speed (tokens/ms, 0 unknown), for an estimate when the server has none. */
+    private readonly prefillRate: () => number = () => 0,
   ) {
     this.stageLabel = h('span', { class: 'stage-label', testid: 'answer-stage', text: this.stage.label });
     this.prefillBar = h('progress', { class: 'prefill-bar', attrs: { max: 1, value: 0 } });
@@ -74,6 +79,7 @@ class Turn {
     });
     this.status = h('div', { class: 'turn-status', testid: 'answer-error', hidden: true });
     this.metaLine = h('span', { class: 'turn-meta', testid: 'answer-meta' });
+    this.causeLine = h('div', { class: 'turn-cause', testid: 'answer-cause', hidden: true });
     this.actions = h('div', { class: 'turn-actions', hidden: true },
       h('button', { type: 'button', class: 'btn small', testid: 'copy', text: 'Copy', on: { click: (e) => this.copy(e.currentTarget as HTMLButtonElement) } }),
       h('button', { type: 'button', class: 'btn small', testid: 'retry', text: 'Retry', on: { click: () => this.onRetry(this.question) } }),
@@ -82,7 +88,7 @@ class Turn {
     );
     this.el = h('article', { class: 'turn', testid: 'turn' },
       h('div', { class: 'msg user', testid: 'question', text: question }),
-      h('div', { class: 'msg assistant' }, this.stageBox, this.sourcesBox, this.passage, this.answer, this.status, this.actions),
+      h('div', { class: 'msg assistant' }, this.stageBox, this.sourcesBox, this.passage, this.answer, this.status, this.actions, this.causeLine),
     );
   }
 
@@ -106,15 +112,18 @@ class Turn {
     if (this.gotFirstToken) return;
     this.stageLabel.textContent = this.stage.label;
     this.stageBox.setAttribute('data-stage', this.stage.stage);
-    const p = this.stage.prefill;
+    let p = this.stage.prefill;
+    // The first question after a start has no server estimate yet: use the speed of the last answer seen.
+    if (p && !(p.expected_ms > 0) && this.prefillRate() > 0) p = { ...p, expected_ms: p.eval_tokens / this.prefillRate() };
     if (ev.name === 'prefill' && ev.state === 'start' && p) {
       this.prefillBox.hidden = false;
       this.prefillStart = performance.now();
       this.prefillLine.textContent = prefillText(p);
       this.prefillBar.value = 0;
       this.stopPrefillTimer();
+      const expected = p.expected_ms;
       this.prefillTimer = setInterval(() => {
-        this.prefillBar.value = prefillFraction(performance.now() - this.prefillStart, p.expected_ms, false);
+        this.prefillBar.value = prefillFraction(performance.now() - this.prefillStart, expected, false);
       }, 100);
     }
     if (ev.name === 'prefill' && ev.state === 'done' && p) {
@@ -186,6 +195,9 @@ class Turn {
     if (this.trace?.prefetch === 'hit') parts.push(`${fmtInt(this.trace.prefetched_tokens)} tokens prefilled while you typed`);
     if (this.trace?.fallback_level) parts.push(`fallback ${fmtNum(this.trace.fallback_level, 0)}`);
     this.metaLine.textContent = parts.join(' · ');
+    const cause = this.trace ? causeText(this.trace) : '';
+    this.causeLine.textContent = cause;
+    this.causeLine.hidden = !cause;
   }
 
   setUIMeasurement(r: TTFTResult): void {
@@ -280,6 +292,7 @@ class Turn {
 export class ChatView {
   readonly el: HTMLElement;
   private readonly list: HTMLUListElement;
+  private readonly search: HTMLInputElement;
   private readonly messages: HTMLElement;
   private readonly input: HTMLTextAreaElement;
   private readonly submitBtn: HTMLButtonElement;
@@ -289,6 +302,10 @@ export class ChatView {
   private running: { turn: Turn; handle: AskHandle } | undefined;
   private chats: ChatSummary[] = [];
   private readonly prefetcher: DraftPrefetcher;
+  /** Prefill speed (tokens/ms) of the latest answer seen, for a first estimate before the server has one. */
+  private rate = 0;
+  /** What the empty chat shows (loaded per workspace). */
+  private welcome: WelcomeInfo = { docs: [], chats: [] };
 
   constructor(private readonly ctx: Ctx) {
     this.prefetcher = new DraftPrefetcher((draft) => {
@@ -298,6 +315,8 @@ export class ChatView {
       this.ctx.t.prefetch(req).catch(() => undefined); // speculative: a refusal costs nothing
     });
     this.list = h('ul', { class: 'chat-list', testid: 'chat-list' });
+    this.search = h('input', { type: 'search', class: 'chat-search', testid: 'chat-search', placeholder: 'Search chats', attrs: { 'aria-label': 'Search chats' } });
+    this.search.addEventListener('input', () => this.renderChats());
     this.messages = h('div', { class: 'messages', testid: 'messages', attrs: { 'aria-live': 'polite' } });
     this.input = h('textarea', {
       class: 'question-input',
@@ -324,6 +343,7 @@ export class ChatView {
       h('aside', { class: 'sidebar' },
         h('button', { type: 'button', class: 'btn primary wide', testid: 'new-chat', text: 'New chat', on: { click: () => this.newChat() } }),
         h('h3', { text: 'History' }),
+        this.search,
         this.list,
       ),
       h('section', { class: 'chat-main' }, this.messages, this.hint, form),
@@ -338,19 +358,67 @@ export class ChatView {
   async reset(): Promise<void> {
     this.stop();
     this.newChat();
+    void this.learnRate();
+    this.welcome = { docs: [], chats: [] };
     await this.loadChats();
+    await this.loadWelcome();
+  }
+
+  /** Settings and documents for the empty chat's status and example questions. */
+  private async loadWelcome(): Promise<void> {
+    const ws = this.ctx.workspace();
+    const get = async <T>(f: () => Promise<T>): Promise<T | undefined> => {
+      try {
+        return await f();
+      } catch {
+        return undefined;
+      }
+    };
+    const [settings, docs] = await Promise.all([get(() => this.ctx.t.settings()), ws ? get(() => this.ctx.t.documents(ws)) : undefined]);
+    if (ws !== this.ctx.workspace()) return;
+    this.welcome = { settings, docs: docs ?? [], chats: this.chats };
+    this.showWelcome();
+  }
+
+  /** The empty chat's welcome, while no question is on screen. */
+  private showWelcome(): void {
+    if (this.messages.querySelector('[data-testid="turn"]')) return;
+    const info = { ...this.welcome, workspace: this.ctx.currentWorkspace?.(), chats: this.chats };
+    this.messages.replaceChildren(renderWelcome(info, {
+      ask: (q) => this.ask(q),
+      openChat: (id) => void this.openChat(id),
+      goto: (v) => this.ctx.goto?.(v),
+    }));
+  }
+
+  /** The prefill speed of the most recent stored answers (once; later answers update it). */
+  private async learnRate(): Promise<void> {
+    if (this.rate) return;
+    try {
+      for (const t of (await this.ctx.t.traces(10)) ?? []) {
+        const r = prefillRate(t);
+        if (r) {
+          this.rate = r;
+          return;
+        }
+      }
+    } catch {
+      /* no traces yet: the server's estimate will do */
+    }
   }
 
   newChat(): void {
     if (this.running) this.stop();
     this.chatId = undefined;
     clear(this.messages);
+    this.showWelcome();
     this.markActive();
     this.updateHint();
     this.input.focus();
   }
 
   updateHint(): void {
+    if (this.messages.querySelector('[data-testid="welcome"]')) this.showWelcome(); // counts may have changed
     const ws = this.ctx.workspace();
     this.hint.hidden = !!ws;
     this.hint.textContent = ws ? '' : 'Create a workspace and add a folder in the Library to start asking.';
@@ -367,17 +435,30 @@ export class ChatView {
       this.ctx.notify(`Cannot load the chat history: ${errMsg(e)}`);
       return;
     }
-    for (const c of this.chats) {
+    this.renderChats();
+  }
+
+  /** The history list, filtered by the search box; each chat with its last date. */
+  private renderChats(): void {
+    clear(this.list);
+    const q = this.search.value.trim().toLowerCase();
+    const shown = this.chats.filter((c) => !q || (c.title || '').toLowerCase().includes(q));
+    for (const c of shown) {
       this.list.append(
         h('li', {},
           h('button', {
-            type: 'button', class: 'chat-item', testid: 'chat-item', title: fmtDate(c.created),
-            attrs: { 'data-chat-id': c.id }, text: c.title || `Chat ${c.id}`,
+            type: 'button', class: 'chat-item', testid: 'chat-item', title: c.title || `Chat ${c.id}`,
+            attrs: { 'data-chat-id': c.id },
             on: { click: () => void this.openChat(c.id) },
-          }),
+          },
+            h('span', { class: 'chat-title', text: c.title || `Chat ${c.id}` }),
+            h('span', { class: 'chat-date', testid: 'chat-date', text: fmtDate(c.updated || c.created) }),
+          ),
         ),
       );
     }
+    if (!shown.length) this.list.append(h('li', { class: 'muted small', text: q ? 'No chat matches.' : 'No chats yet.' }));
+    this.search.hidden = this.chats.length < 2 && !q;
     this.markActive();
   }
 
@@ -419,7 +500,8 @@ export class ChatView {
     if (!ws || this.busy) return;
     const meter = new TTFTMeter();
     meter.start(); // submit time: before anything else happens
-    const turn = new Turn(this.ctx, question, (q) => this.ask(q));
+    const turn = new Turn(this.ctx, question, (q) => this.ask(q), () => this.rate);
+    this.messages.querySelector('[data-testid="welcome"]')?.remove();
     this.messages.append(turn.el);
     turn.el.scrollIntoView?.({ block: 'end' });
     const isNew = this.chatId === undefined;
@@ -456,6 +538,7 @@ export class ChatView {
           if (!turn.requestId && trace?.request_id) turn.requestId = trace.request_id;
           if (typeof trace?.chat_id === 'number' && trace.chat_id > 0) this.chatId = trace.chat_id;
           turn.finish(merged);
+          if (prefillRate(merged)) this.rate = prefillRate(merged);
           this.ctx.traceFinished(merged);
           this.end();
           if (isNew) void this.loadChats();

@@ -1,4 +1,4 @@
-import type { Trace, Transport } from '../transport/types';
+import type { Trace, Transport, Workspace } from '../transport/types';
 
 /** What views get from the app shell. */
 export interface Ctx {
@@ -13,4 +13,8 @@ export interface Ctx {
   notify(message: string): void;
   /** Workspaces changed (folders/documents): reload the switcher, optionally selecting one. */
   workspacesChanged(select?: string): void;
+  /** The current workspace's last known state (folders, counts), if any. */
+  currentWorkspace?(): Workspace | undefined;
+  /** Opens another view. */
+  goto?(view: 'library' | 'models' | 'settings'): void;
 }

@@ -5,6 +5,7 @@
 import { clear, download, errMsg, h, svg } from '../dom';
 import { fmtDate, fmtInt, fmtMs, fmtPct, fmtRate } from '../format';
 import { binHeights, bucketLabel, fallbackLabel, groupRows, histogramBins, stageRows, type StatRow } from '../latency/stats';
+import { causeText } from '../latency/cause';
 import { layoutWaterfall } from '../latency/waterfall';
 import type { Trace, TraceStats } from '../transport/types';
 import type { Ctx } from './ctx';
@@ -90,6 +91,7 @@ export function renderDetails(t: Trace): HTMLElement {
   const fb = t.fallback_level ? `level ${t.fallback_level}${t.fallback_reason ? ` — ${t.fallback_reason}` : ''}` : t.fallback_reason || 'none';
   return h('dl', { class: 'trace-details', testid: 'trace-details' },
     ...item('TTFT', `${fmtMs(s.ttft_ms)} server · ${fmtMs(s.ui_ttft_ms)} on screen`, 'detail-ttft'),
+    ...item('Mostly', causeText(t) || '—', 'detail-cause'),
     ...item('Prompt tokens', tokens, 'detail-tokens'),
     ...item('Cache', `embedding ${yesNo(t.embed_cache_hit)} · retrieval ${yesNo(t.retrieval_cache_hit)}`, 'detail-cache'),
     ...item('Prefetch', prefetchText(t), 'detail-prefetch'),
