@@ -1,0 +1,128 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"lore/app"
+	"lore/app/remote"
+	"lore/app/server"
+	"lore/engine"
+)
+
+// TestRemoteChatAgainstLore points the remote chat client at a real lore
+// serve's /v1/chat/completions on loopback (the tiny synthetic model
+// answering): the answer streams, TTFT is measured, counts the server
+// does not report stay unknown, a wrong key is refused without retries,
+// and cancelling mid-answer stops the server's generation.
+func TestRemoteChatAgainstLore(t *testing.T) {
+	e := newEnv(t, app.Config{}, server.Options{})
+	newChat := func(key string) *remote.Chat {
+		c, err := remote.NewChat(remote.Options{URL: e.base + "/v1", Model: "lore", APIKey: key, FirstToken: 60 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	c := newChat(e.openai)
+	// The prompt as Lore's pipeline renders it; Generate sends it as
+	// messages, the question last (which lore serve answers).
+	prompt, err := c.Template().Render([]engine.Message{{Role: "system", Content: "Answer from the passages."},
+		{Role: "user", Content: "what does the library say about the river market"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("streams", func(t *testing.T) {
+		e.setMaxTokens(t, 24)
+		var pieces []string
+		start := time.Now()
+		st, err := c.Generate(context.Background(), engine.GenerateRequest{Prompt: prompt}, func(s string) error {
+			pieces = append(pieces, s)
+			return nil
+		})
+		wall := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d pieces, ttft %.1f ms, headers %.1f ms, wall %v, stop %q, decode %d tokens at %.0f tok/s",
+			len(pieces), st.ClientTTFT, st.RunnerRTTMs, wall.Round(time.Millisecond), st.StopReason, st.DecodeTokens, st.DecodeTokS)
+		if len(pieces) < 2 || strings.TrimSpace(strings.Join(pieces, "")) == "" {
+			t.Fatalf("answer %q: want a streamed answer", pieces)
+		}
+		if st.ClientTTFT <= 0 || st.ClientTTFT > ms(wall) || st.RunnerRTTMs <= 0 || st.RunnerRTTMs > st.ClientTTFT {
+			t.Errorf("ttft %.1f ms, headers %.1f ms, wall %v: want 0 < headers <= ttft <= wall", st.ClientTTFT, st.RunnerRTTMs, wall)
+		}
+		// lore serve's /v1 reports no usage: unknown, not zero.
+		if st.PromptTokens != remote.Unknown || st.CachedTokens != remote.Unknown || st.EvalTokens != remote.Unknown {
+			t.Errorf("prompt/cached/eval %d/%d/%d: want unknown (%d)", st.PromptTokens, st.CachedTokens, st.EvalTokens, remote.Unknown)
+		}
+		if st.StopReason != "stop" || st.DecodeTokens != len(pieces) {
+			t.Errorf("stop %q, decode tokens %d for %d pieces", st.StopReason, st.DecodeTokens, len(pieces))
+		}
+	})
+
+	t.Run("wrong key", func(t *testing.T) {
+		_, err := newChat("not-the-key").Generate(context.Background(), engine.GenerateRequest{Prompt: prompt}, func(string) error { return nil })
+		var se *remote.StatusError
+		if !errors.As(err, &se) || se.Code != 401 || errors.Is(err, remote.ErrUnavailable) {
+			t.Fatalf("err %v: want a 401 that is no reason to fall back", err)
+		}
+		if strings.Contains(err.Error(), "not-the-key") {
+			t.Errorf("the key is in the error: %v", err)
+		}
+	})
+
+	t.Run("cancel stops the server", func(t *testing.T) {
+		e.setMaxTokens(t, 2000)
+		defer e.setMaxTokens(t, 16)
+		const q = "tell me everything the notes say about energy"
+		long, _ := c.Template().Render([]engine.Message{{Role: "user", Content: q}})
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		st, err := c.Generate(ctx, engine.GenerateRequest{Prompt: long}, func(string) error {
+			if n++; n == 5 {
+				cancel()
+			}
+			return nil
+		})
+		cancelled := time.Now()
+		if !errors.Is(err, context.Canceled) || st.StopReason != "cancel" {
+			t.Fatalf("err %v, stop %q: want cancelled", err, st.StopReason)
+		}
+		tr := waitTraceOf(t, e, q)
+		t.Logf("server trace stored %v after the cancel: stop %q, error %q, decoded %d tokens",
+			time.Since(cancelled).Round(time.Millisecond), tr.StopReason, tr.Error, tr.DecodeTokens)
+		if tr.StopReason != "cancel" && tr.Error == "" || tr.DecodeTokens > 1000 {
+			t.Errorf("server stop %q, %d of 2000 tokens: the generation ran on", tr.StopReason, tr.DecodeTokens)
+		}
+	})
+}
+
+// waitTraceOf waits for the stored trace of question q.
+func waitTraceOf(t *testing.T, e *env, q string) *app.Trace {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		raws, err := e.app.Traces(context.Background(), 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range raws {
+			var tr app.Trace
+			if json.Unmarshal(raw, &tr) == nil && tr.Question == q {
+				return &tr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no trace of %q after 30 s", q)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
