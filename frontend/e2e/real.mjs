@@ -344,6 +344,7 @@ try {
     }
     writeFileSync(join(LIB2, HOSTILE), hostileDoc(canary.port));
     writeFileSync(join(LIB2, 'weather.md'), '# Weather\n\nThe weather station logs rain, wind and temperature every hour.\n');
+    writeFileSync(join(LIB2, 'broken.pdf'), '%PDF-1.4\nnot really a PDF\n'); // a per-file error for the Library
     const data = join(tmp, 'data');
     const out = await run(LORE, ['index', '--data', data, '--embed-model', M.embed, LIB]);
     assert.match(out, /13 indexed/, out);
@@ -626,6 +627,20 @@ try {
     await browser.screenshot(p2, 'e2e-xss-answer');
     await assertInert(p2, canary, w2);
     await p2.close();
+  });
+
+  await step('library: a file that cannot be read is listed with the server\'s reason', async () => {
+    const docs = await server2.api('GET', '/api/workspaces/default/documents');
+    const bad = docs.find((d) => d.status === 'error');
+    assert.ok(bad?.error, `no error document: ${JSON.stringify(docs)}`);
+    const p3 = await browser.context.newPage();
+    await p3.goto(server2.url);
+    await p3.getByTestId('nav-library').click();
+    await p3.getByTestId('library-error').first().waitFor();
+    assert.ok((await p3.getByTestId('library-errors').textContent()).includes(`${bad.path} — ${bad.error}`));
+    assert.equal(await p3.locator('[data-testid="document"][data-status="error"] [data-testid="document-error"]').textContent(), ` — ${bad.error}`);
+    await browser.screenshot(p3, 'e2e-library-errors', { fullPage: true });
+    await p3.close();
   });
 } catch (e) {
   failures.push(`setup: ${e.message}`);

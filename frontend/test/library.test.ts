@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { App } from '../src/app';
 import type { DocumentInfo, ProgressCallbacks, Transport, Workspace } from '../src/transport/types';
+import { fileType } from '../src/views/library';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -135,5 +136,13 @@ describe('Library view', () => {
     release();
     await reload;
     expect(rows()).toBe(30);
+  });
+});
+
+describe('documents table', () => {
+  it('names the file type from the extension', () => {
+    expect(fileType('/a/b/Report.PDF')).toBe('pdf');
+    expect(fileType('/a/b.d/README')).toBe('');
+    expect(fileType('C:\\x\\notes.md')).toBe('md');
   });
 });

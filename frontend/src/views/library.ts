@@ -5,6 +5,12 @@ import { fmtDuration, fmtInt, fmtRate } from '../format';
 import type { DocumentInfo, Progress, ProgressError, Workspace } from '../transport/types';
 import type { Ctx } from './ctx';
 
+/** "notes/a.PDF" → "pdf"; '' without an extension. */
+export function fileType(path: string): string {
+  const m = /\.([a-z0-9]{1,8})$/i.exec(path.split(/[/\\]/).pop() ?? '');
+  return m ? m[1].toLowerCase() : '';
+}
+
 export function progressText(p: Progress): string {
   const parts: string[] = [];
   if (p.phase) parts.push(p.phase);
@@ -90,7 +96,7 @@ export class LibraryView {
       h('section', { class: 'card' },
         h('h3', { text: 'Documents' }),
         h('table', { class: 'docs', testid: 'documents' },
-          h('thead', {}, h('tr', {}, h('th', { text: 'File' }), h('th', { text: 'Status' }), h('th', { text: 'Chunks' }))),
+          h('thead', {}, h('tr', {}, h('th', { text: 'File' }), h('th', { text: 'Type' }), h('th', { text: 'Status' }), h('th', { text: 'Chunks' }))),
           this.docs),
       ),
       h('section', { class: 'card' }, h('h3', { text: 'Workspaces' }), wsForm),
@@ -166,7 +172,8 @@ export class LibraryView {
       this.docs.append(
         h('tr', { class: d.status === 'error' ? 'error' : '', testid: 'document', attrs: { 'data-status': d.status } },
           h('td', { title: d.path }, h('code', { text: d.rel || d.path })),
-          h('td', { text: d.status, title: d.error || '' }),
+          h('td', { class: 'muted', text: fileType(d.path) }),
+          h('td', { title: d.error || '' }, d.status, d.error ? h('span', { class: 'doc-error', testid: 'document-error', text: ` — ${d.error}` }) : null),
           h('td', { text: fmtInt(d.chunks) }),
         ),
       );
