@@ -134,6 +134,7 @@ func TestMeasure(t *testing.T) {
 		prompt := prefixes[800]
 		other := "Unrelated: " + strings.Repeat("the garden and the market were small and old. ", 120)
 		one, three := open(engine.Options{Seqs: 1}), m
+		threeFA := open(engine.Options{FlashAttention: "on"})
 		micro := map[int]*engine.Model{32: open(engine.Options{}), 128: open(engine.Options{MicroBatch: 128})}
 		type config struct {
 			name  string
@@ -141,22 +142,30 @@ func TestMeasure(t *testing.T) {
 			setup func() error
 			run   func() (engine.Stats, error)
 		}
+		withOthers := func(m *engine.Model) func() error {
+			return func() error {
+				clearAll(m)
+				if _, err := m.Prefetch(ctx, other); err != nil {
+					return err
+				}
+				s, _, err := m.SaveState(ctx, engine.SeqSpeculative)
+				if err == nil { // own cells, not shared
+					_, err = m.LoadState(ctx, engine.SeqScratch, s)
+				}
+				return err
+			}
+		}
 		configs := []config{
 			{"1 sequence, batch 512", one, func() error { return one.ClearSeq(ctx, 0) },
 				func() (engine.Stats, error) { return one.Prefill(ctx, prompt) }},
 			{"3 sequences (unified), batch 512", three, func() error { clearAll(three); return nil },
 				func() (engine.Stats, error) { return three.Prefill(ctx, prompt) }},
-			{"3 sequences, the other two holding 600 tokens each", three, func() error {
-				clearAll(three)
-				if _, err := three.Prefetch(ctx, other); err != nil {
-					return err
-				}
-				s, _, err := three.SaveState(ctx, engine.SeqSpeculative)
-				if err == nil { // own cells, not shared
-					_, err = three.LoadState(ctx, engine.SeqScratch, s)
-				}
-				return err
-			}, func() (engine.Stats, error) { return three.Prefill(ctx, prompt) }},
+			{"3 sequences, the other two holding 600 tokens each", three, withOthers(three),
+				func() (engine.Stats, error) { return three.Prefill(ctx, prompt) }},
+			{"3 sequences, flash attention", threeFA, func() error { clearAll(threeFA); return nil },
+				func() (engine.Stats, error) { return threeFA.Prefill(ctx, prompt) }},
+			{"3 sequences, flash attention, the other two holding 600 tokens each", threeFA, withOthers(threeFA),
+				func() (engine.Stats, error) { return threeFA.Prefill(ctx, prompt) }},
 		}
 		for _, n := range []int{32, 128} {
 			mm := micro[n]

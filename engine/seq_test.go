@@ -449,4 +449,15 @@ func TestKVCacheFull(t *testing.T) {
 	if _, _, st := generate(t, m, a, 4); st.CachedTokens != st.PromptTokens-1 {
 		t.Errorf("the answer's cache was lost: %+v", st)
 	}
+
+	// Trimmed, the answer keeps its head and evaluates the rest again.
+	if err := m.TrimSeq(ctx, engine.SeqAnswer, 50); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := m.SeqTokens(ctx); n[engine.SeqAnswer] != 50 {
+		t.Errorf("answer holds %d tokens after trimming to 50", n[engine.SeqAnswer])
+	}
+	if got, _, st := generate(t, m, a, 4); st.CachedTokens != 50 || got != out {
+		t.Errorf("after trimming: cached %d, output %q, want 50 and %q", st.CachedTokens, got, out)
+	}
 }

@@ -140,11 +140,15 @@ func (s *server) handle(rq received) error {
 		return s.stateSave(req)
 	case "state_load":
 		return s.stateLoad(req)
-	case "seq_clear":
+	case "seq_trim":
 		if err := s.checkSeq(req.Seq); err != nil {
 			return err
 		}
-		s.clearSeq(req.Seq)
+		if keep := req.Keep; keep <= 0 || !s.lctx.KvCacheSeqRm(req.Seq, keep, -1) {
+			s.clearSeq(req.Seq)
+		} else if keep < len(s.seqs[req.Seq]) {
+			s.seqs[req.Seq] = s.seqs[req.Seq][:keep]
+		}
 		s.reply(wire.Reply{Done: true})
 		return nil
 	case "seqs":

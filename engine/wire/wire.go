@@ -15,7 +15,7 @@
 //	generate    Text, Seq, Sampling, MaxTokens, Stop → Plan, Piece…, Stats
 //	state_save  Seq[, Path] → Tokens, State (or the bytes written to Path), Stats
 //	state_load  Seq, Tokens, State (or Path) → Stats (Restored, RestoreMs)
-//	seq_clear   Seq → Done
+//	seq_trim    Seq, Keep → Done: the sequence keeps its first Keep tokens
 //	seqs        → SeqTokens (tokens held per sequence)
 //	embed       Texts → Vectors
 //	rerank      Query, Texts → Scores
@@ -69,6 +69,7 @@ type Request struct {
 	Batch     int      `json:"batch,omitempty"`
 	Sampling  Sampling `json:"sampling"`
 	MaxTokens int      `json:"max_tokens,omitempty"`
+	Keep      int      `json:"keep,omitempty"` // seq_trim
 	Stop      []string `json:"stop,omitempty"`
 
 	// state_load: the tokens the state holds and the state itself, inline
