@@ -5,7 +5,9 @@
 //
 // Then, through the real bindings: it types a question into the window (xdotool), and checks with
 // `lore traces` that the answer's trace was stored together with the UI's own TTFT — JS → window.go.main.App.Ask →
-// app.Ask → events back to the page → ReportUI. With no model configured the answer is extractive.
+// app.Ask → events back to the page → ReportUI. With no model configured the answer is extractive. The Chat and
+// Latency views are then checked by their pixels (the webview's DOM is out of reach): the question's bubble and
+// the cause line's view, then the answer's waterfall bars in their stage colours (src/styles.css).
 //
 //   node e2e/desktop-app.mjs [path/to/lore-desktop]      (make test-app)
 //
@@ -119,6 +121,26 @@ try {
     console.log(`     trace ${trace.request_id}: route ${trace.route}, TTFT ${trace.stages.ttft_ms} ms, on screen ${trace.stages.ui_ttft_ms} ms`);
   });
 
+  await step('chat and latency views in the window: the question on screen, then its waterfall drawn', async () => {
+    assert.ok(windowId && !appExit, 'no running window');
+    const shot = (name) => {
+      execFileSync('import', ['-display', display, '-window', 'root', join(out, name)]);
+      return parsePPM(execFileSync('import', ['-display', display, '-window', windowId, '-depth', '8', 'ppm:-'], { maxBuffer: 64 << 20 }));
+    };
+    const chat = shot('desktop-app-chat.png');
+    const bubble = countColour(chat, [0xe8, 0xee, 0xfc]); // --user-bg
+    console.log(`     chat: ${bubble} px of the question's bubble`);
+    assert.ok(bubble > 2000, `the question's bubble is not on screen (${bubble} px)`);
+    // The nav's Latency button, where the page lays it out at any width over 640 px (see the e2e screenshots).
+    execFileSync('xdotool', ['mousemove', '--window', windowId, '251', '24', 'click', '1'], { env: { ...process.env, DISPLAY: display } });
+    await sleep(1000);
+    const lat = shot('desktop-app-latency.png');
+    const bars = { retrieve: countColour(lat, [0x1e, 0x88, 0xe5]), prompt: countColour(lat, [0x8d, 0x6e, 0x63]) };
+    console.log(`     latency: bar pixels ${JSON.stringify(bars)}`);
+    assert.ok(bars.retrieve >= 20, `no retrieval bars in the waterfall: ${JSON.stringify(bars)}`);
+    assert.ok(bars.prompt >= 10, `no prompt-assembly bar in the waterfall: ${JSON.stringify(bars)}`);
+  });
+
   await step('the app exits on SIGTERM', async () => {
     assert.ok(appProc && !appExit, 'not running');
     appProc.kill('SIGTERM');
@@ -194,6 +216,13 @@ function parsePPM(buf) {
   const rgb = buf.subarray(pos, pos + width * height * 3);
   if (rgb.length !== width * height * 3) throw new Error('truncated image');
   return { width, height, rgb };
+}
+
+/** Pixels of exactly this colour. */
+function countColour({ rgb }, [r, g, b]) {
+  let n = 0;
+  for (let i = 0; i < rgb.length; i += 3) if (rgb[i] === r && rgb[i + 1] === g && rgb[i + 2] === b) n++;
+  return n;
 }
 
 /** Share of the most common colour and the number of distinct colours. */

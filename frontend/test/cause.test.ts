@@ -15,8 +15,10 @@ describe('TTFT cause line', () => {
     expect(causeText(queued)).toMatch(/^waiting for the model 75% of TTFT \(1.50 s\).*Max answer tokens/);
     const rerank: Trace = { request_id: 'r', stages: { ttft_ms: 2000, rerank_ms: 1200, prefill_ms: 400 } };
     expect(ttftCause(rerank)!.stage).toBe('rerank');
-    const search: Trace = { request_id: 's', stages: { ttft_ms: 300, retrieval_ms: 250, embed_ms: 10, prefill_ms: 20 } };
+    const search: Trace = { request_id: 's', stages: { ttft_ms: 400, retrieval_ms: 350, embed_ms: 10, prefill_ms: 20 } };
     expect(ttftCause(search)!.stage).toBe('search');
+    const fast: Trace = { request_id: 'f', stages: { ttft_ms: 6.4, retrieval_ms: 2.7, prefill_ms: 0 } };
+    expect(causeText(fast)).toBe('first token in 6.4 ms');
     expect(causeText({ request_id: 'n', stages: {} })).toBe('');
   });
 

@@ -42,6 +42,8 @@ describe('layoutWaterfall', () => {
     const rows = layoutWaterfall(minimal).rows.map((r) => r.stage);
     expect(rows).not.toContain('tokenize');
     expect(rows).not.toContain('rerank'); // skipped: no stage, no bar
+    const extractive: Trace = { request_id: 'x', stages: { retrieval_ms: 2.5, bm25_ms: 2.3, ttft_ms: 4.5 }, stage_starts: { retrieval_ms: 0, bm25_ms: 0.1 } };
+    expect(layoutWaterfall(extractive).rows.map((r) => r.stage)).toEqual(['retrieval', 'embed', 'vector', 'bm25', 'prompt_assemble']);
   });
 
   it('draws retrieval as the parent of embed, vector and bm25, and decode after the first token', () => {

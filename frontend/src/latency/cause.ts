@@ -13,6 +13,9 @@ export interface Cause {
   knob: string;
 }
 
+/** Below this TTFT no knob is worth turning. */
+export const FAST_MS = 300;
+
 const val = (t: Trace, k: string): number => {
   const v = t.stages?.[k];
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0;
@@ -38,6 +41,7 @@ export function ttftCause(t: Trace): Cause | undefined {
   for (const [s, m] of parts) if (m > ms) [stage, ms] = [s, m];
   if (!ms) return undefined;
   const share = Math.min(1, ms / ttft);
+  if (ttft < FAST_MS) return { stage, share, text: `first token in ${fmtMs(ttft)}`, knob: '' }; // nothing worth tuning
   const pct = fmtPct(share);
   const prompt = t.prompt_tokens ?? 0;
   const evald = t.eval_tokens ?? 0;

@@ -26,13 +26,14 @@ export const WATERFALL_ROWS: RowDef[] = [
   // Only when a rerank model ran: a skipped rerank has no stage, and no bar.
   { stage: 'rerank', key: 'rerank_ms', label: 'rerank', optional: true },
   { stage: 'prompt_assemble', key: 'prompt_assemble_ms', label: 'prompt assembly' },
-  // The wait for the model, which answers one question at a time.
-  { stage: 'queue', key: 'queue_ms', label: 'queue' },
+  // The wait for the model, which answers one question at a time (no model, as in an extractive answer: no
+  // queue, prefill or first-token rows).
+  { stage: 'queue', key: 'queue_ms', label: 'queue', optional: true },
   { stage: 'tokenize', key: 'tokenize_ms', label: 'tokenize', optional: true },
-  { stage: 'prefill', key: 'prefill_ms', label: 'prefill' },
-  { stage: 'first_decode', key: 'first_decode_ms', label: 'first token' },
+  { stage: 'prefill', key: 'prefill_ms', label: 'prefill', optional: true },
+  { stage: 'first_decode', key: 'first_decode_ms', label: 'first token', optional: true },
   { stage: 'flush', key: 'flush_ms', label: 'flush', optional: true },
-  { stage: 'paint', key: 'paint_ms', label: 'paint (UI)' },
+  { stage: 'paint', key: 'paint_ms', label: 'paint (UI)', optional: true },
   // The rest of the answer, from the first token to the last (the trace's decode_ms).
   { stage: 'decode', key: 'decode_ms', label: 'decode', optional: true },
 ];
