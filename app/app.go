@@ -55,6 +55,14 @@ type Config struct {
 	DataDir string
 	// Models override the saved settings for this run ("" keeps them).
 	ChatModel, EmbedModel, RerankModel string
+	// ChatURL and EmbedURL send the chat or embedding role to an
+	// OpenAI-compatible server for this run, with the model names to ask
+	// for (override the settings; "" keeps them). A local ChatModel then
+	// answers when the remote is down, slow or refusing.
+	ChatURL, ChatURLModel, EmbedURL, EmbedURLModel string
+	// APIKey is sent to the remote servers (the CLI reads LORE_API_KEY);
+	// it is never stored or printed.
+	APIKey string
 	// WorkerCmd starts a parse worker (default: this executable with "parse-worker").
 	WorkerCmd []string
 	// QueueCapacity bounds the questions waiting behind the one being
@@ -157,7 +165,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		dst *string
 		v   string
 	}{
-		{&a.settings.ChatModel, cfg.ChatModel}, {&a.settings.EmbedModel, cfg.EmbedModel}, {&a.settings.RerankModel, cfg.RerankModel}} {
+		{&a.settings.ChatModel, cfg.ChatModel}, {&a.settings.EmbedModel, cfg.EmbedModel}, {&a.settings.RerankModel, cfg.RerankModel},
+		{&a.settings.ChatURL, cfg.ChatURL}, {&a.settings.ChatURLModel, cfg.ChatURLModel},
+		{&a.settings.EmbedURL, cfg.EmbedURL}, {&a.settings.EmbedURLModel, cfg.EmbedURLModel}} {
 		if o.v != "" {
 			*o.dst = o.v
 		}

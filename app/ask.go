@@ -356,7 +356,7 @@ func (x *ask) generate() error {
 		x.stage(StageQueue, stageStart, nil)
 		expected := x.notePrefetch()
 		var st engine.Stats
-		st, err = x.m.chat.Generate(x.ctx, engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens,
+		st, err = x.generateChat(engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens,
 			OnPlan: func(plan engine.Stats) {
 				planAt = time.Now()
 				x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
@@ -366,7 +366,7 @@ func (x *ask) generate() error {
 				}
 				x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
 					"cached_tokens": plan.CachedTokens, "eval_tokens": plan.EvalTokens, "expected_ms": round(expected)}})
-			}}, token)
+			}}, token) // the remote chat model, or its local fallback
 		x.recordGeneration(genStart, st)
 		x.adopted(st, expected)
 	}

@@ -17,6 +17,7 @@ import (
 // replaced close once no one holds the sets that used them.
 type models struct {
 	chat      Generator
+	fallback  Generator // the local chat model when chat is remote
 	embed     Embedder
 	rerank    Reranker
 	retriever *retrieve.Retriever
@@ -52,7 +53,7 @@ func (a *App) let(m *models) {
 }
 
 func (m *models) closeAll() {
-	for _, c := range append(m.drop, closers(m.chat, m.embed, m.rerank, m.retriever)...) {
+	for _, c := range append(m.drop, closers(m.chat, m.fallback, m.embed, m.rerank, m.retriever)...) {
 		c.Close()
 	}
 }
@@ -80,10 +81,10 @@ func (a *App) openModels(s Settings) (*models, error) {
 		set      func(*engine.Model)
 	}{
 		{"chat", s.ChatModel, a.cfg.ChatModel != "", func(e *engine.Model) { m.chat = e }},
-		{"embedding", s.EmbedModel, a.cfg.EmbedModel != "", func(e *engine.Model) { m.embed = e }},
+		{"embedding", s.EmbedModel, a.cfg.EmbedModel != "" && s.EmbedURL == "", func(e *engine.Model) { m.embed = e }},
 		{"rerank", s.RerankModel, a.cfg.RerankModel != "", func(e *engine.Model) { m.rerank = e }},
 	} {
-		if role.path == "" {
+		if role.path == "" || role.name == "embedding" && s.EmbedURL != "" {
 			continue
 		}
 		e, err := a.openModel(role.path, s)
@@ -96,6 +97,10 @@ func (a *App) openModels(s Settings) (*models, error) {
 			continue
 		}
 		role.set(e)
+	}
+	if err := a.openRemotes(m, s); err != nil {
+		m.closeAll()
+		return nil, err
 	}
 	m.retriever = a.newRetriever(m.embed)
 	return m, nil
@@ -139,7 +144,12 @@ func (a *App) switchModels(s Settings) error {
 		assign(e)
 		return nil
 	}
-	err := open(s.ChatModel, cur.ChatModel, func(e *engine.Model) { next.chat = nilIfNone[Generator](e) }, next.chat)
+	// With a remote chat model the local one is its fallback.
+	chat := &next.chat
+	if isRemote(next.chat) {
+		chat = &next.fallback
+	}
+	err := open(s.ChatModel, cur.ChatModel, func(e *engine.Model) { *chat = nilIfNone[Generator](e) }, *chat)
 	if err == nil {
 		err = open(s.EmbedModel, cur.EmbedModel, func(e *engine.Model) { next.embed = nilIfNone[Embedder](e) }, next.embed)
 	}
@@ -191,7 +201,7 @@ func (a *App) warm(m *models) {
 	ctx := context.Background()
 	// The embedding and rerank runners too, so the first question's query
 	// embedding does not pay for loading a model.
-	for _, e := range []any{m.embed, m.rerank} {
+	for _, e := range []any{m.embed, m.rerank, m.fallback} {
 		if s, ok := e.(interface{ Start(context.Context) error }); ok {
 			go func() {
 				if err := s.Start(engine.WithPriority(ctx, engine.Background)); err != nil {

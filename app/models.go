@@ -161,6 +161,10 @@ type System struct {
 	CPU    CPUStatus     `json:"cpu"`
 	Warm   WarmInfo      `json:"warm"` // how the chat model's system prefix got into its cache
 	Loaded []LoadedModel `json:"loaded"`
+	// Local is true when nothing leaves this machine; Remote lists, per
+	// role, the server that receives questions or passages otherwise.
+	Local  bool         `json:"local"`
+	Remote []DataLeaves `json:"remote"`
 }
 
 // CPUStatus is the CPU's features, the runner builds and the one models use.
@@ -182,10 +186,12 @@ type LoadedModel struct {
 func (a *App) System() System {
 	s := System{CPU: cpu.Describe(), Loaded: []LoadedModel{}, Warm: a.Warmed()}
 	m := a.current()
+	s.Remote = m.leaves()
+	s.Local = len(s.Remote) == 0
 	for _, r := range []struct {
 		role string
 		m    any
-	}{{"chat", m.chat}, {"embedding", m.embed}, {"rerank", m.rerank}} {
+	}{{"chat", m.chat}, {"chat fallback", m.fallback}, {"embedding", m.embed}, {"rerank", m.rerank}} {
 		if m, ok := r.m.(*engine.Model); ok && m != nil {
 			ri := m.Runner()
 			if ri.Buffers == nil {

@@ -103,6 +103,10 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		let()
 		return PrefetchResult{Reason: "no generation model"}, nil
 	}
+	if isRemote(m.chat) { // its KV cache is out of reach: nothing to read ahead into
+		let()
+		return PrefetchResult{Reason: "remote chat model"}, nil
+	}
 	ctx = engine.WithPriority(ctx, engine.Background)
 	x := &ask{a: a, ctx: ctx, q: draft, t: &Trace{Received: time.Now(), Stages: map[string]float64{}, StageStarts: map[string]float64{}},
 		m: m, s: a.Settings(), ws: ws, emit: func(Event) error { return nil }}

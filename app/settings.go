@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"lore/store"
 )
@@ -25,6 +26,21 @@ type Settings struct {
 	MaxTokens     int `json:"max_tokens"`
 	Threads       int `json:"threads"`
 	GPULayers     int `json:"gpu_layers"`
+
+	// Remote backends speak the OpenAI-compatible API (llama-server, vLLM,
+	// Ollama, another Lore). Empty URLs, the default, keep everything on
+	// this machine; a chat URL sends questions and passages to that
+	// server, an embedding URL sends the library's text and the questions.
+	// They take effect when the app starts. The API key is never a setting:
+	// it comes from LORE_API_KEY (Config.APIKey).
+	ChatURL        string `json:"chat_url,omitempty"`
+	ChatURLModel   string `json:"chat_url_model,omitempty"`
+	EmbedURL       string `json:"embed_url,omitempty"`
+	EmbedURLModel  string `json:"embed_url_model,omitempty"`
+	RemoteInsecure bool   `json:"remote_insecure_tls,omitempty"` // skip TLS certificate checks
+	// RemoteTTFTMs is the remote chat's first-token budget: past it the
+	// local chat model answers, when there is one (0: 60 s).
+	RemoteTTFTMs int `json:"remote_ttft_ms,omitempty"`
 }
 
 // DefaultSettings are what a new data folder starts with.
@@ -123,9 +139,18 @@ func (s Settings) validate() error {
 		{"max_tokens", s.MaxTokens, 0, 32768},
 		{"threads", s.Threads, 0, 256},
 		{"gpu_layers", s.GPULayers, 0, 1024},
+		{"remote_ttft_ms", s.RemoteTTFTMs, 0, 600_000},
 	} {
 		if f.v < f.lo || f.v > f.hi {
 			return fmt.Errorf("%s must be %d–%d, got %d", f.name, f.lo, f.hi, f.v)
+		}
+	}
+	for _, u := range []struct{ name, url string }{{"chat_url", s.ChatURL}, {"embed_url", s.EmbedURL}} {
+		if u.url == "" {
+			continue
+		}
+		if p, err := url.Parse(u.url); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
+			return fmt.Errorf("%s must be http(s)://host[:port]/v1 without credentials (the key comes from LORE_API_KEY)", u.name)
 		}
 	}
 	return nil

@@ -199,3 +199,18 @@ func DecodeVector(b []byte) ([]float32, error) {
 	}
 	return v, nil
 }
+
+// EmbeddingDim is the dimension of the vectors stored from model (0: none
+// yet), so that an embedder whose vectors would not match them can be
+// refused before it writes any.
+func (db *DB) EmbeddingDim(ctx context.Context, model string) (int, error) {
+	var dim int
+	err := db.r.QueryRowContext(ctx, `SELECT dim FROM embeddings WHERE model = ? LIMIT 1`, model).Scan(&dim)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: embedding dimension of %s: %w", model, err)
+	}
+	return dim, nil
+}

@@ -535,6 +535,9 @@ func NewEmbedder(o Options, dim int) (*Embedder, error) {
 // another model are never read as this one's.
 func (e *Embedder) ID() string { return "remote:" + e.o.Model }
 
+// URL is the API base the embedding role sends text to.
+func (e *Embedder) URL() string { return e.o.URL }
+
 // Close releases idle connections.
 func (e *Embedder) Close() error {
 	e.o.Client.CloseIdleConnections()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -126,3 +128,101 @@ func waitTraceOf(t *testing.T, e *env, q string) *app.Trace {
 	}
 }
 
+
+// remoteApp opens a second app whose chat role is the server at chatURL,
+// with the tiny local chat model as its fallback when local is set, and
+// indexes the same library.
+func remoteApp(t *testing.T, chatURL, key string, local bool) *app.App {
+	t.Helper()
+	chat, embed, lib := fixtures(t)
+	cfg := app.Config{DataDir: t.TempDir(), EmbedModel: embed, ChatURL: chatURL, ChatURLModel: "lore", APIKey: key,
+		WorkerCmd: []string{os.Args[0], "parse-worker"}}
+	if local {
+		cfg.ChatModel = chat
+	}
+	ctx := context.Background()
+	a, err := app.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	s := a.Settings()
+	s.Threads, s.MaxTokens = 1, 16
+	if err := a.SaveSettings(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Index(ctx, "default", []string{lib}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestAskThroughRemoteLore: a Lore whose chat role is another Lore's
+// /v1 on loopback answers with a complete trace naming the remote, says
+// that questions leave the machine, and falls back to its local model (or
+// fails plainly without one) when the remote is down.
+func TestAskThroughRemoteLore(t *testing.T) {
+	e := newEnv(t, app.Config{}, server.Options{})
+	e.setMaxTokens(t, 16)
+	ask := func(a *app.App, q string) (string, *app.Trace, error) {
+		var b strings.Builder
+		tr, err := a.Ask(context.Background(), app.AskRequest{Question: q}, func(ev app.Event) error {
+			if tok, ok := ev.(app.Token); ok {
+				b.WriteString(tok.Text)
+			}
+			return nil
+		})
+		return b.String(), tr, err
+	}
+
+	t.Run("remote answers", func(t *testing.T) {
+		a := remoteApp(t, e.base+"/v1", e.openai, true)
+		sys := a.System()
+		if sys.Local || len(sys.Remote) != 1 || sys.Remote[0].Role != "chat" || sys.Remote[0].URL != e.base+"/v1" {
+			t.Errorf("System local %v, remote %+v: want the chat role reported as leaving the machine", sys.Local, sys.Remote)
+		}
+		answer, tr, err := ask(a, "what do the notes say about the river market")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("route %s, ttft %.1f ms, llm_ttft %.1f ms, runner_rtt %.1f ms, total %.1f ms, answer %q",
+			tr.Route, tr.Stages[app.StageTTFT], tr.Stages[app.StageLLMTTFT], tr.Stages[app.StageRunnerRTT], tr.Stages[app.StageTotal], answer)
+		if strings.TrimSpace(answer) == "" || !strings.HasPrefix(tr.Route, "remote:"+e.base) || tr.FallbackReason != "" && strings.Contains(tr.FallbackReason, "remote") {
+			t.Errorf("answer %q, route %q, fallback %q: want the remote's answer", answer, tr.Route, tr.FallbackReason)
+		}
+		if tr.PromptTokens != remote.Unknown || tr.CachedTokens != remote.Unknown {
+			t.Errorf("prompt/cached tokens %d/%d: lore serve reports none, want unknown", tr.PromptTokens, tr.CachedTokens)
+		}
+		if tr.Stages[app.StageLLMTTFT] <= 0 || tr.Stages[app.StageLLMTTFT] > tr.Stages[app.StageTotal] {
+			t.Errorf("llm_ttft %.1f ms of total %.1f ms", tr.Stages[app.StageLLMTTFT], tr.Stages[app.StageTotal])
+		}
+	})
+
+	down := func() string { // a loopback port nothing listens on
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return "http://" + ln.Addr().String() + "/v1"
+	}()
+	t.Run("remote down, local answers", func(t *testing.T) {
+		a := remoteApp(t, down, "", true)
+		answer, tr, err := ask(a, "what do the notes say about the river market")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("route %s, level %d, reason %q", tr.Route, tr.FallbackLevel, tr.FallbackReason)
+		if strings.TrimSpace(answer) == "" || !strings.Contains(tr.Route, "fallback from remote:") ||
+			tr.FallbackLevel < 1 || !strings.Contains(tr.FallbackReason, "remote chat unavailable") {
+			t.Errorf("answer %q, route %q, level %d, reason %q: want the local fallback recorded", answer, tr.Route, tr.FallbackLevel, tr.FallbackReason)
+		}
+	})
+	t.Run("remote down, no local model", func(t *testing.T) {
+		a := remoteApp(t, down, "", false)
+		_, _, err := ask(a, "what do the notes say about the river market")
+		if !errors.Is(err, remote.ErrUnavailable) || !strings.Contains(err.Error(), "no local chat model") {
+			t.Fatalf("err %v: want a plain remote-unavailable error", err)
+		}
+	})
+}

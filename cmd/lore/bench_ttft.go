@@ -58,6 +58,8 @@ func benchTTFT(ctx context.Context, args []string) error {
 	cps := fs.Float64("cps", 5, "typing speed in characters per second")
 	maxTokens := fs.Int("max-tokens", 8, "tokens generated per answer")
 	asJSON := fs.Bool("json", false, "print JSON")
+	chatURL := fs.String("chat-url", "", "OpenAI-compatible server `URL` that answers (the local model stays as its fallback); key: $LORE_API_KEY")
+	chatURLModel := fs.String("chat-url-model", "", "model `name` to ask the --chat-url server for")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -81,7 +83,8 @@ func benchTTFT(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(data)
 	open := func() (*app.App, error) {
-		a, err := app.New(ctx, app.Config{DataDir: data, ChatModel: chat, EmbedModel: embed, Warm: true})
+		a, err := app.New(ctx, app.Config{DataDir: data, ChatModel: chat, EmbedModel: embed, Warm: true,
+			ChatURL: *chatURL, ChatURLModel: *chatURLModel, APIKey: os.Getenv("LORE_API_KEY")})
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,8 @@ import (
 type appFlags struct {
 	data, workspace                string
 	model, embedModel, rerankModel string
+	chatURL, chatURLModel          string
+	embedURL, embedURLModel        string
 	json                           bool
 	watch                          bool // keep workspaces current (long-running commands)
 	warm                           bool // start the models at once (commands that answer)
@@ -27,12 +29,18 @@ func (f *appFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "chat model GGUF `file` for this run")
 	fs.StringVar(&f.embedModel, "embed-model", "", "embedding model GGUF `file` for this run")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "rerank model GGUF `file` for this run")
+	fs.StringVar(&f.chatURL, "chat-url", "", "OpenAI-compatible server `URL` (http://host:port/v1) that answers instead of the local chat model, which stays as its fallback; questions and passages leave this machine. Key: $LORE_API_KEY")
+	fs.StringVar(&f.chatURLModel, "chat-url-model", "", "model `name` to ask the --chat-url server for")
+	fs.StringVar(&f.embedURL, "embed-url", "", "OpenAI-compatible server `URL` that embeds instead of the local embedding model; the library's text leaves this machine. Key: $LORE_API_KEY")
+	fs.StringVar(&f.embedURLModel, "embed-url-model", "", "model `name` to ask the --embed-url server for")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 }
 
 // open opens the app with the flags' overrides.
 func (f *appFlags) open(ctx context.Context, tel *telemetry.Telemetry) (*app.App, error) {
-	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm}
+	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm,
+		ChatURL: f.chatURL, ChatURLModel: f.chatURLModel, EmbedURL: f.embedURL, EmbedURLModel: f.embedURLModel,
+		APIKey: os.Getenv("LORE_API_KEY")}
 	if tel != nil {
 		cfg.Tracer, cfg.OnTrace = tel.Tracer, tel.OnTrace
 	}
