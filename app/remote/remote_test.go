@@ -75,7 +75,7 @@ func TestGenerateFaults(t *testing.T) {
 	tests := []struct {
 		name        string
 		handler     func(n int32, w http.ResponseWriter, r *http.Request) // n counts requests from 1
-		url         string                                              // instead of a handler
+		url         string                                                // instead of a handler
 		opts        remote.Options
 		answer      string
 		requests    int32

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -128,7 +130,6 @@ func waitTraceOf(t *testing.T, e *env, q string) *app.Trace {
 	}
 }
 
-
 // remoteApp opens a second app whose chat role is the server at chatURL,
 // with the tiny local chat model as its fallback when local is set, and
 // indexes the same library.
@@ -225,4 +226,75 @@ func TestAskThroughRemoteLore(t *testing.T) {
 			t.Fatalf("err %v: want a plain remote-unavailable error", err)
 		}
 	})
+}
+
+// TestRemoteEmbeddingsHeldToTheIndex: an app embedding through a remote
+// server stores its vectors under the remote model's id; reopened against
+// a server whose vectors have another dimension, it refuses them (the
+// question falls back to BM25, saying why) instead of mixing them in.
+func TestRemoteEmbeddingsHeldToTheIndex(t *testing.T) {
+	_, _, lib := fixtures(t)
+	serve := func(dim int) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				Input []string `json:"input"`
+			}
+			json.NewDecoder(r.Body).Decode(&req)
+			var data []map[string]any
+			for i, s := range req.Input {
+				v := make([]float32, dim)
+				for j := range v {
+					v[j] = float32((len(s)+j*7)%11) + 1
+				}
+				data = append(data, map[string]any{"index": i, "embedding": v})
+			}
+			json.NewEncoder(w).Encode(map[string]any{"model": "emb", "data": data})
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/v1"
+	}
+	data := t.TempDir()
+	open := func(url string) *app.App {
+		a, err := app.New(context.Background(), app.Config{DataDir: data, EmbedURL: url, EmbedURLModel: "emb",
+			WorkerCmd: []string{os.Args[0], "parse-worker"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := open(serve(4))
+	if sys := a.System(); sys.Local || len(sys.Remote) != 1 || sys.Remote[0].Role != "embedding" {
+		t.Errorf("System local %v, remote %+v: want the embedding role reported", sys.Local, sys.Remote)
+	}
+	if _, err := a.Index(context.Background(), "default", []string{lib}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, tr := mustAskApp(t, a, "river market")
+	if tr.RetrievalMode == "bm25" {
+		t.Fatalf("retrieval %q (%s): want the remote vectors used", tr.RetrievalMode, tr.FallbackReason)
+	}
+	a.Close()
+
+	a = open(serve(8))
+	defer a.Close()
+	_, tr = mustAskApp(t, a, "river market")
+	t.Logf("retrieval %s, reason %q", tr.RetrievalMode, tr.FallbackReason)
+	if tr.RetrievalMode != "bm25" || !strings.Contains(tr.FallbackReason, "8-dimensional vectors, the index holds 4") {
+		t.Errorf("retrieval %q, reason %q: want the 8-d vectors refused", tr.RetrievalMode, tr.FallbackReason)
+	}
+}
+
+func mustAskApp(t *testing.T, a *app.App, q string) (string, *app.Trace) {
+	t.Helper()
+	var b strings.Builder
+	tr, err := a.Ask(context.Background(), app.AskRequest{Question: q}, func(ev app.Event) error {
+		if tok, ok := ev.(app.Token); ok {
+			b.WriteString(tok.Text)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), tr
 }
