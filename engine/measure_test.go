@@ -24,7 +24,8 @@ import (
 // minimum is the better estimate of the cost); prefill comparisons also
 // give the runner's CPU time, which other load disturbs less with
 // LORE_MEASURE_THREADS=1 (with two threads, one spins while the other is
-// descheduled). LORE_MEASURE_RUNS sets the repetitions (default 5).
+// descheduled). LORE_MEASURE_RUNS sets the repetitions (default 5),
+// LORE_MEASURE_ONLY picks the prefill cases whose name contains it.
 func TestMeasure(t *testing.T) {
 	path := os.Getenv("LORE_MEASURE")
 	if path == "" {
@@ -162,6 +163,14 @@ func TestMeasure(t *testing.T) {
 				func() (engine.Stats, error) { return three.Prefill(ctx, prompt) }},
 			{"3 sequences, the other two holding 600 tokens each", three, withOthers(three),
 				func() (engine.Stats, error) { return three.Prefill(ctx, prompt) }},
+			{"3 sequences, Generate with TrimSpeculative after a missed 600-token Prefetch", three, func() error {
+				clearAll(three)
+				_, err := three.Prefetch(ctx, other)
+				return err
+			}, func() (engine.Stats, error) {
+				return three.Generate(ctx, engine.GenerateRequest{Prompt: prompt, MaxTokens: 1, TrimSpeculative: true},
+					func(string) error { return nil })
+			}},
 			{"3 sequences, flash attention", threeFA, func() error { clearAll(threeFA); return nil },
 				func() (engine.Stats, error) { return threeFA.Prefill(ctx, prompt) }},
 			{"3 sequences, flash attention, the other two holding 600 tokens each", threeFA, withOthers(threeFA),
@@ -177,6 +186,9 @@ func TestMeasure(t *testing.T) {
 		var tokens int
 		for range runs {
 			for i, c := range configs {
+				if only := os.Getenv("LORE_MEASURE_ONLY"); only != "" && !strings.Contains(c.name, only) {
+					continue
+				}
 				if err := c.setup(); err != nil {
 					t.Fatal(c.name, err)
 				}
@@ -189,7 +201,11 @@ func TestMeasure(t *testing.T) {
 				tokens = st.EvalTokens
 			}
 		}
+		only := os.Getenv("LORE_MEASURE_ONLY")
 		for i, c := range configs {
+			if only != "" && !strings.Contains(c.name, only) {
+				continue
+			}
 			t.Logf("prefill %d tokens, %s: %s ms (min %.0f; %.0f tok/s at the median), runner CPU %s ms (min %.0f)",
 				tokens, c.name, med(wall[i]), slices.Min(wall[i]), float64(tokens)/(median(wall[i])/1000), med(cpu[i]), slices.Min(cpu[i]))
 		}

@@ -113,6 +113,21 @@ func TestPrefetchAdopted(t *testing.T) {
 	if st2, err := m.Prefetch(context.Background(), draft2); err != nil || st2.AdoptedSeq != engine.SeqAnswer || st2.EvalTokens > st2.PromptTokens/4 {
 		t.Errorf("second prefetch: %+v (err %v)", st2, err)
 	}
+	// A question the prefetch missed cuts it back to the prefix they share.
+	other := "<|im_start|>system\nYou answer from the library.\nSomething else entirely."
+	if _, err := m.Generate(context.Background(), engine.GenerateRequest{Prompt: other, MaxTokens: 2, TrimSpeculative: true},
+		func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ta, _ := m.Tokenize(context.Background(), draft2, true)
+	tb, _ := m.Tokenize(context.Background(), other, true)
+	shared := 0
+	for shared < min(len(ta), len(tb)) && ta[shared] == tb[shared] {
+		shared++
+	}
+	if n, _ := m.SeqTokens(context.Background()); n[engine.SeqSpeculative] != shared {
+		t.Errorf("after a missed prefetch the speculative sequence holds %d tokens, want the %d it shares with the prompt", n[engine.SeqSpeculative], shared)
+	}
 }
 
 func TestPrefetchNeedsSequences(t *testing.T) {
@@ -422,16 +437,24 @@ func TestKVCacheFull(t *testing.T) {
 	m := openWith(t, engine.Options{Path: chat, NumCtx: 256})
 	a, b := textOf(t, m, "First:", 190), textOf(t, m, "Second:", 190)
 
-	// The speculative sequence fills most of the cache; the answer needs
-	// room and evicts it.
+	// The scratch sequence fills most of the cache with a state of its own;
+	// the answer needs room and evicts it.
 	if _, err := m.Prefetch(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := m.SaveState(ctx, engine.SeqSpeculative)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ClearSeq(ctx, engine.SeqSpeculative)
+	if _, err := m.LoadState(ctx, engine.SeqScratch, s); err != nil {
 		t.Fatal(err)
 	}
 	out, _, st := generate(t, m, a, 4)
 	if st.Evicted != 1 {
 		t.Errorf("generate evicted %d sequences, want 1", st.Evicted)
 	}
-	if n, _ := m.SeqTokens(ctx); n[engine.SeqSpeculative] != 0 || n[engine.SeqAnswer] != st.PromptTokens+st.DecodeTokens {
+	if n, _ := m.SeqTokens(ctx); n[engine.SeqScratch] != 0 || n[engine.SeqAnswer] != st.PromptTokens+st.DecodeTokens {
 		t.Errorf("sequences after eviction: %v (prompt %d tokens)", n, st.PromptTokens)
 	}
 	if want, _, _ := generate(t, openWith(t, engine.Options{Path: chat, NumCtx: 256}), a, 4); out != want {

@@ -144,11 +144,7 @@ func (s *server) handle(rq received) error {
 		if err := s.checkSeq(req.Seq); err != nil {
 			return err
 		}
-		if keep := req.Keep; keep <= 0 || !s.lctx.KvCacheSeqRm(req.Seq, keep, -1) {
-			s.clearSeq(req.Seq)
-		} else if keep < len(s.seqs[req.Seq]) {
-			s.seqs[req.Seq] = s.seqs[req.Seq][:keep]
-		}
+		s.trimSeq(req.Seq, req.Keep)
 		s.reply(wire.Reply{Done: true})
 		return nil
 	case "seqs":
@@ -247,6 +243,15 @@ func (s *server) bestPrefix(seq int, toks []int) (best, n int) {
 	return best, n
 }
 
+// trimSeq keeps the first keep tokens of seq.
+func (s *server) trimSeq(seq, keep int) {
+	if keep <= 0 || !s.lctx.KvCacheSeqRm(seq, keep, -1) {
+		s.clearSeq(seq)
+	} else if keep < len(s.seqs[seq]) {
+		s.seqs[seq] = s.seqs[seq][:keep]
+	}
+}
+
 func (s *server) clearSeq(seq int) {
 	s.lctx.KvCacheSeqRm(seq, 0, -1)
 	s.seqs[seq] = nil
@@ -325,6 +330,13 @@ func (s *server) prefill(req wire.Request, st *wire.Stats) ([]int, error) {
 		return nil, fmt.Errorf("prompt of %d tokens does not fit the context of %d tokens", len(toks), s.p.NumCtx)
 	}
 	seq := req.Seq
+	for _, o := range req.Trim {
+		if o != seq && s.checkSeq(o) == nil {
+			if c := commonPrefix(s.seqs[o], toks); c < len(s.seqs[o]) {
+				s.trimSeq(o, c)
+			}
+		}
+	}
 	best, n := s.bestPrefix(seq, toks)
 	if best != seq {
 		s.clearSeq(seq)

@@ -69,8 +69,12 @@ type Request struct {
 	Batch     int      `json:"batch,omitempty"`
 	Sampling  Sampling `json:"sampling"`
 	MaxTokens int      `json:"max_tokens,omitempty"`
-	Keep      int      `json:"keep,omitempty"` // seq_trim
-	Stop      []string `json:"stop,omitempty"`
+	// Trim lists sequences that prefill and generate cut back to their
+	// common prefix with the prompt before evaluating it: their other cells
+	// would cost attention work (the cache is unified) and are stale.
+	Trim []int    `json:"trim,omitempty"`
+	Keep int      `json:"keep,omitempty"` // seq_trim
+	Stop []string `json:"stop,omitempty"`
 
 	// state_load: the tokens the state holds and the state itself, inline
 	// (base64 in JSON) or in the file at Path. state_save writes to Path
