@@ -102,6 +102,7 @@ type App struct {
 	// tokenCounts remembers passages' token counts per chat model.
 	tokenCounts map[string]int
 	spec        *speculation         // what the speculative sequence holds
+	drafts      int                  // prefetches received: the newest one wins
 	prefetched  map[string]time.Time // each client's last prefetch
 	warmed      WarmInfo             // the chat model's last warm-up
 	kv          *kv.Store            // saved KV states (the warm system prefix), RAM and disk

@@ -356,7 +356,11 @@ func (x *ask) generate() error {
 		x.stage(StageQueue, stageStart, nil)
 		expected := x.notePrefetch()
 		var st engine.Stats
-		st, err = x.generateChat(engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens,
+		// A prefetch of other passages is cut back first: its cells would
+		// slow this prefill (this is a one-user app: the draft being typed is
+		// this question's).
+		trim := x.t.Prefetch == PrefetchMiss
+		st, err = x.generateChat(engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens, TrimSpeculative: trim,
 			OnPlan: func(plan engine.Stats) {
 				planAt = time.Now()
 				x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})

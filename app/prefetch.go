@@ -95,6 +95,10 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	if err := a.limitPrefetch(req.ClientID); err != nil {
 		return PrefetchResult{}, err
 	}
+	a.mu.Lock()
+	a.drafts++
+	draftNo := a.drafts // a newer draft wins even if this one's retrieval ends later
+	a.mu.Unlock()
 	if len(strings.Fields(draft)) < minDraftWords {
 		return PrefetchResult{Reason: "draft too short"}, nil
 	}
@@ -125,7 +129,13 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	res := PrefetchResult{Passages: len(x.passages)}
 	key := x.specKey()
 	a.mu.Lock()
-	if sp := a.spec; sp != nil && sp.key == key && sp.err == nil {
+	if draftNo != a.drafts {
+		a.mu.Unlock()
+		let()
+		res.Reason = "superseded by a newer draft"
+		return res, nil
+	}
+	if sp := a.spec; sp != nil && sp.key == key && (!sp.done || sp.err == nil) {
 		a.mu.Unlock()
 		let()
 		res.Reason = "same passages"
@@ -136,14 +146,22 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	a.mu.Unlock()
 	go func() {
 		defer let()
-		st, err := m.chat.Prefetch(context.WithoutCancel(ctx), prefix)
-		if errors.Is(err, engine.ErrPreempted) {
-			err = nil // what it read is kept; the question that preempted it may adopt it
+		bg := context.WithoutCancel(ctx)
+		// A draft for a new chat: the answer sequence's old conversation
+		// would only slow this prefill (attention spans every cell in use),
+		// so keep just the system prefix there.
+		if t, ok := m.chat.(interface {
+			TrimSeq(context.Context, int, int) error
+		}); ok && len(x.history) == 0 && a.warmTokens() > 0 {
+			t.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, a.warmTokens())
 		}
+		st, err := m.chat.Prefetch(bg, prefix)
 		a.mu.Lock()
-		sp.done, sp.tokens, sp.err = true, st.PromptTokens, err
+		// A preempted prefetch keeps what it read (the question that
+		// preempted it may adopt it); its error lets the same draft resume.
+		sp.done, sp.tokens, sp.err = true, st.CachedTokens+st.EvalTokens, err
 		a.mu.Unlock()
-		if err != nil && !errors.Is(err, engine.ErrSuperseded) {
+		if err != nil && !errors.Is(err, engine.ErrSuperseded) && !errors.Is(err, engine.ErrPreempted) {
 			a.log.Warn("prefetch", "err", err)
 		}
 	}()
@@ -218,7 +236,9 @@ func (x *ask) notePrefetch() (expected bool) {
 	return t.Prefetch == PrefetchHit
 }
 
-// adopted settles the prefetch outcome from what the engine reused.
+// adopted settles the prefetch outcome from what the engine reused: a
+// hit when the question adopted the speculative sequence and more of its
+// prompt was read while the user typed than after Enter.
 func (x *ask) adopted(st engine.Stats, expected bool) {
 	t := x.t
 	if !expected {
@@ -234,8 +254,13 @@ func (x *ask) adopted(st engine.Stats, expected bool) {
 		}
 		return
 	}
-	t.PrefetchMiss = "" // adopted, even if only partly read
 	t.PrefetchedTokens = max(st.AdoptedTokens-x.a.warmTokens(), 0)
+	t.PrefetchMiss = ""
+	// Adopted, but less was read while typing than is left after Enter: a
+	// miss, and it was too late (the part read still counts in the trace).
+	if t.PrefetchedTokens <= st.EvalTokens {
+		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissTooLate
+	}
 }
 
 // warmTokens is the length of the chat model's warm system prefix.

@@ -57,6 +57,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	n := fs.Int("questions", 20, "questions per mode, from the sample library's labelled queries")
 	cps := fs.Float64("cps", 5, "typing speed in characters per second")
 	maxTokens := fs.Int("max-tokens", 8, "tokens generated per answer")
+	contextTokens := fs.Int("context-tokens", 0, "passage token budget (0: auto, about a second of prefill)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	chatURL := fs.String("chat-url", "", "OpenAI-compatible server `URL` that answers (the local model stays as its fallback); key: $LORE_API_KEY")
 	chatURLModel := fs.String("chat-url-model", "", "model `name` to ask the --chat-url server for")
@@ -100,7 +101,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	}
 	defer func() { a.Close() }()
 	s := a.Settings()
-	s.MaxTokens = *maxTokens
+	s.MaxTokens, s.ContextTokens = *maxTokens, *contextTokens
 	if err := a.SaveSettings(ctx, s); err != nil {
 		return err
 	}
