@@ -648,7 +648,11 @@ func TestPrefetchAdopted(t *testing.T) {
 	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: "tomatoes beans apple tree garden", ClientID: "client-b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: "tomatoes beans apple tree", ClientID: "client-b"}); !errors.Is(err, app.ErrBusy) {
+	// The rate limit, on calls that return at once (a draft too short to retrieve for).
+	if res, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: "tomatoes beans", ClientID: "client-c"}); err != nil || res.Started {
+		t.Fatalf("short draft: %+v %v", res, err)
+	}
+	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: "tomatoes beans apple", ClientID: "client-c"}); !errors.Is(err, app.ErrBusy) {
 		t.Errorf("prefetch right after the last: %v, want rate-limited", err)
 	}
 	other := ask(t, a, "the city orchestra summer concert", 0).trace
