@@ -491,10 +491,8 @@ func sourceOf(p retrieve.Passage) Source {
 	if doc == "" {
 		doc = p.Path
 	}
-	s := p.Scores
 	return Source{ChunkID: p.ChunkID, Document: doc, Path: p.Path, Page: p.Page,
-		Heading: p.Heading, LineStart: p.LineStart, LineEnd: p.LineEnd, Text: p.Text,
-		Scores: Scores{BM25: s.BM25, Vector: s.Vector, Fused: s.Fused, Rerank: s.Rerank, BM25Rank: s.BM25Rank, VectorRank: s.VectorRank}}
+		Heading: p.Heading, LineStart: p.LineStart, LineEnd: p.LineEnd, Text: p.Text, Scores: Scores(p.Scores)}
 }
 
 // chatIn checks that chat id belongs to workspace ws.

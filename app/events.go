@@ -41,7 +41,7 @@ func (Sources) Kind() string    { return "sources" }
 func (Token) Kind() string      { return "token" }
 func (Done) Kind() string       { return "done" }
 
-// Stage names in events: each is a trace stage without its "_ms" suffix.
+// A stage event's State; its Name is a trace stage without the "_ms" suffix.
 const (
 	stageStart = "start"
 	stageDone  = "done"

@@ -63,12 +63,11 @@ var ErrRateLimited = fmt.Errorf("%w: prefetches come too fast", ErrBusy)
 
 // speculation is what the speculative sequence holds or is reading.
 type speculation struct {
-	key    string // model, workspace, chat turn and passages: same key, same prompt prefix
-	model  string
-	start  time.Time
-	done   bool // the prefill finished (or stopped: then tokens < all)
-	tokens int  // tokens the sequence held when it stopped
-	err    error
+	key   string // model, workspace, chat turn and passages: same key, same prompt prefix
+	model string
+	start time.Time
+	done  bool // the prefill returned (err says whether it stopped early)
+	err   error
 }
 
 // Prefetch retrieves passages for a draft question and starts reading the
@@ -155,11 +154,11 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		}); ok && len(x.history) == 0 && a.warmTokens() > 0 {
 			t.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, a.warmTokens())
 		}
-		st, err := m.chat.Prefetch(bg, prefix)
+		_, err := m.chat.Prefetch(bg, prefix)
 		a.mu.Lock()
 		// A preempted prefetch keeps what it read (the question that
 		// preempted it may adopt it); its error lets the same draft resume.
-		sp.done, sp.tokens, sp.err = true, st.CachedTokens+st.EvalTokens, err
+		sp.done, sp.err = true, err
 		a.mu.Unlock()
 		if err != nil && !errors.Is(err, engine.ErrSuperseded) && !errors.Is(err, engine.ErrPreempted) {
 			a.log.Warn("prefetch", "err", err)

@@ -39,6 +39,12 @@ func pdfFile(pages [][]string, encrypt bool) []byte {
 			strings.Repeat("11", 32), strings.Repeat("22", 32)))
 		trailer = fmt.Sprintf(" /Encrypt %d 0 R /ID [<%s> <%s>]", len(objs), strings.Repeat("33", 16), strings.Repeat("33", 16))
 	}
+	return pdfObjects(objs, trailer)
+}
+
+// pdfObjects lays objects 1..n out as a PDF with its cross-reference table;
+// trailer adds entries to the trailer dictionary (object 1 is the catalog).
+func pdfObjects(objs []string, trailer string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n")
 	offs := make([]int, len(objs))
@@ -68,20 +74,7 @@ func pdfMemoryBomb(n int) []byte {
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
 		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", z.Len(), z.String())}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offs := make([]int, len(objs))
-	for i, o := range objs {
-		offs[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
+	return pdfObjects(objs, "")
 }
 
 // para is a DOCX paragraph: style "" is body text.
