@@ -124,6 +124,9 @@ type Model struct {
 	closed   bool
 	prefetch context.CancelCauseFunc // cancels the running Prefetch
 	prefGen  uint64                  // counts Prefetch calls
+	// tokenCache remembers tokenizations of passages and prefixes
+	// (stitch.go).
+	tokenCache map[string][]int
 
 	// stateInline moves KV states inline in the protocol (base64 in the
 	// JSON line) instead of through a temporary file: ten times slower at
@@ -362,6 +365,13 @@ type GenerateRequest struct {
 	// TestMeasure). Leave it unset for a question from someone else, whose
 	// prefetch (perhaps cut short by this very question) is still to come.
 	TrimSpeculative bool
+	// Parts, when set, are the prompt in pieces (Prompt is ignored); with
+	// Stitch and Options.KV, passage parts whose KV CachePassage saved are
+	// placed instead of evaluated (Stats.StitchedPassages and the rest).
+	Parts  []Part
+	Stitch *Stitch
+	// OnLogits, if set, receives the first sampled token's logits.
+	OnLogits func([]float32)
 }
 
 // Generate streams the completion's text to fn piece by piece, as each token
@@ -372,6 +382,13 @@ type GenerateRequest struct {
 // error from fn cancels the generation and is returned.
 func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece string) error) (Stats, error) {
 	prompt := req.Prompt
+	if req.Parts != nil {
+		var b strings.Builder
+		for _, p := range req.Parts {
+			b.WriteString(p.Text)
+		}
+		prompt = b.String()
+	}
 	if prompt == "" {
 		var err error
 		if prompt, err = m.tmpl.Render(req.Messages); err != nil {
@@ -386,6 +403,7 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 	if req.TrimSpeculative && m.opt.Seqs > SeqSpeculative {
 		call.Trim = []int{SeqSpeculative}
 	}
+	call.Logits = req.OnLogits != nil
 	release, waited, err := m.queue.Acquire(ctx)
 	st.QueueMs = ms(waited)
 	if err != nil {
@@ -395,6 +413,19 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 	p, err := m.runner(ctx)
 	if err != nil {
 		return st, err
+	}
+	var stitchMs float64
+	if req.Stitch != nil && req.Parts != nil && m.opt.KV != nil {
+		t := time.Now()
+		segs, files, misses, err := m.segments(ctx, p, req.Parts, *req.Stitch)
+		for _, f := range files {
+			defer os.Remove(f)
+		}
+		if err != nil {
+			return st, fmt.Errorf("stitch: %w", err)
+		}
+		call.Segments, call.Repair = segs, max(req.Stitch.Repair, 0)
+		st.UncachedPassages, stitchMs = misses, ms(time.Since(t))
 	}
 	sent = time.Now()
 	err = p.call(ctx, call, func(r wire.Reply) error {
@@ -409,12 +440,16 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 			return fn(r.Piece)
 		}
 		if r.Stats != nil {
-			q, c := st.QueueMs, st.ClientTTFT
+			q, c, u := st.QueueMs, st.ClientTTFT, st.UncachedPassages
 			st = *r.Stats
-			st.QueueMs, st.ClientTTFT = q, c
+			st.QueueMs, st.ClientTTFT, st.UncachedPassages = q, c, u
+			st.StitchMs += stitchMs
 			if c > 0 {
 				st.RunnerRTTMs = max(c-st.TTFTMs, 0)
 			}
+		}
+		if r.Logits != nil && req.OnLogits != nil {
+			req.OnLogits(r.Logits)
 		}
 		return nil
 	})

@@ -140,6 +140,8 @@ func (s *server) handle(rq received) error {
 		return s.stateSave(req)
 	case "state_load":
 		return s.stateLoad(req)
+	case "passage_kv":
+		return s.passageKV(req)
 	case "seq_trim":
 		if err := s.checkSeq(req.Seq); err != nil {
 			return err
@@ -257,14 +259,14 @@ func (s *server) clearSeq(seq int) {
 	s.seqs[seq] = nil
 }
 
-// evict clears one sequence other than seq to free KV cells, and reports
-// whether it did. The answer sequence (0) is never evicted for another:
-// it holds the conversation a follow-up reuses. The cache has at least
-// NumCtx cells, so the answer sequence alone always fits.
-func (s *server) evict(seq int) bool {
+// evict clears one sequence other than those in keep to free KV cells, and
+// reports whether it did. The answer sequence (0) is never evicted for
+// another: it holds the conversation a follow-up reuses. The cache has at
+// least NumCtx cells, so the answer sequence alone always fits.
+func (s *server) evict(keep ...int) bool {
 	for v := len(s.seqs) - 1; v > 0; v-- {
-		if v != seq && len(s.seqs[v]) > 0 {
-			fmt.Fprintf(os.Stderr, "runner: KV cache full: evicting sequence %d (%d tokens) for sequence %d\n", v, len(s.seqs[v]), seq)
+		if !slices.Contains(keep, v) && len(s.seqs[v]) > 0 {
+			fmt.Fprintf(os.Stderr, "runner: KV cache full: evicting sequence %d (%d tokens) for sequences %v\n", v, len(s.seqs[v]), keep)
 			s.clearSeq(v)
 			return true
 		}
@@ -323,6 +325,11 @@ func (s *server) prefill(req wire.Request, st *wire.Stats) ([]int, error) {
 		return nil, fmt.Errorf("tokenize: %w", err)
 	}
 	st.TokenizeMs = ms(time.Since(t))
+	return s.prefillTokens(req, toks, st)
+}
+
+// prefillTokens is prefill on tokens already known.
+func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]int, error) {
 	if len(toks) == 0 {
 		return nil, errors.New("empty prompt")
 	}
@@ -355,8 +362,13 @@ func (s *server) prefill(req wire.Request, st *wire.Stats) ([]int, error) {
 		n = 0
 	}
 	s.seqs[seq] = s.seqs[seq][:n]
-	st.PromptTokens, st.CachedTokens, st.EvalTokens = len(toks), n, len(toks)-n
+	st.PromptTokens, st.CachedTokens = len(toks), n
 	st.AdoptedTokens = min(st.AdoptedTokens, n)
+	spans := s.stitchPlan(req, toks, n, st)
+	st.EvalTokens = len(toks) - n
+	for _, sp := range spans {
+		st.EvalTokens -= sp.to - sp.from
+	}
 	if req.Op == "generate" {
 		plan := *st
 		s.reply(wire.Reply{Plan: &plan})
@@ -366,31 +378,52 @@ func (s *server) prefill(req wire.Request, st *wire.Stats) ([]int, error) {
 	if req.Batch > 0 && req.Batch < step {
 		step = req.Batch
 	}
-	t = time.Now()
+	t := time.Now()
 	defer func() {
 		st.PrefillMs = ms(time.Since(t))
-		st.LlamaMs = st.PrefillMs
+		st.LlamaMs = st.PrefillMs - st.StitchMs
 	}()
-	for i := n; i < len(toks); i += step {
+	i := n
+	for _, sp := range spans {
+		if err := s.eval(seq, toks, i, sp.from, false, step, st); err != nil {
+			return nil, err
+		}
+		// A state llama.cpp refuses is evaluated instead.
+		if s.place(seq, toks, sp, st) {
+			i = sp.to
+		}
+	}
+	if err := s.eval(seq, toks, i, len(toks), req.Op == "generate", step, st); err != nil {
+		return nil, err
+	}
+	st.EvalTokens = len(toks) - n - st.StitchedTokens
+	return toks, nil
+}
+
+// eval evaluates toks[from:to] into seq in micro-batches of step tokens,
+// asking for the last token's logits when logits is set. On an error
+// st.EvalTokens says how many of the prompt's tokens were evaluated.
+func (s *server) eval(seq int, toks []int, from, to int, logits bool, step int, st *wire.Stats) error {
+	for i := from; i < to; i += step {
 		if s.isCancelled() {
-			st.EvalTokens = i - n
-			return nil, errCancelled
+			st.EvalTokens = len(s.seqs[seq]) - st.CachedTokens - st.StitchedTokens
+			return errCancelled
 		}
 		s.batch.Clear()
-		end := min(i+step, len(toks))
+		end := min(i+step, to)
 		for j := i; j < end; j++ {
-			s.batch.Add(toks[j], nil, j, j == len(toks)-1 && req.Op == "generate", seq)
+			s.batch.Add(toks[j], nil, j, logits && j == to-1, seq)
 		}
 		if err := s.decode(seq, st); err != nil {
-			st.EvalTokens = i - n
+			st.EvalTokens = len(s.seqs[seq]) - st.CachedTokens - st.StitchedTokens
 			if errors.Is(err, errCancelled) {
-				return nil, err
+				return err
 			}
-			return nil, fmt.Errorf("prefill: %w", err)
+			return fmt.Errorf("prefill: %w", err)
 		}
 		s.seqs[seq] = append(s.seqs[seq], toks[i:end]...)
 	}
-	return toks, nil
+	return nil
 }
 
 // stateSave returns sequence req.Seq's KV state and tokens, inline or
@@ -499,6 +532,7 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		maxTokens = min(maxTokens, req.MaxTokens)
 	}
 	var first time.Time
+	var logits []float32
 	emit := func(piece string) {
 		if piece == "" {
 			return
@@ -516,6 +550,9 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		if s.isCancelled() {
 			st.StopReason = "cancel"
 			break
+		}
+		if req.Logits && logits == nil {
+			logits = slices.Clone(s.lctx.GetLogitsIth(idx))
 		}
 		var tok int
 		if sc != nil {
@@ -554,7 +591,7 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 	if st.DecodeMs > 0 {
 		st.DecodeTokS = float64(st.DecodeTokens) / (st.DecodeMs / 1000)
 	}
-	s.reply(wire.Reply{Done: true, Stats: &st})
+	s.reply(wire.Reply{Done: true, Stats: &st, Logits: logits})
 	return nil
 }
 

@@ -12,7 +12,14 @@
 //	            the longest prefix of Text held by any sequence); evaluates nothing
 //	prefill     Text, Seq, Batch → Stats. A cancel stops it between micro-batches
 //	            and keeps what was evaluated (StopReason "cancel").
-//	generate    Text, Seq, Sampling, MaxTokens, Stop → Plan, Piece…, Stats
+//	generate    Text, Seq, Sampling, MaxTokens, Stop[, Segments, Repair, Logits]
+//	            → Plan, Piece…, Stats. With Segments, passages whose KV was
+//	            saved by passage_kv are stitched in instead of evaluated (the
+//	            last sequence is the scratch space for it).
+//	passage_kv  Text (the prefix), Texts[0] (the passage), Seq[, Path, Batch] →
+//	            Tokens (prefix and passage), Pos (where the passage starts),
+//	            State (or the bytes written to Path), Stats: the passage's KV
+//	            evaluated after the prefix, without the prefix's cells
 //	state_save  Seq[, Path] → Tokens, State (or the bytes written to Path), Stats
 //	state_load  Seq, Tokens, State (or Path) → Stats (Restored, RestoreMs)
 //	seq_trim    Seq, Keep → Done: the sequence keeps its first Keep tokens
@@ -82,6 +89,27 @@ type Request struct {
 	Tokens []int  `json:"tokens,omitempty"`
 	State  []byte `json:"state,omitempty"`
 	Path   string `json:"path,omitempty"`
+
+	// Segments split a generate's Text (their concatenation) so that
+	// passages with a saved KV state are stitched in; Repair is how many
+	// of each stitched passage's first tokens are evaluated again, in
+	// place (EPIC's repair: the passage's opening tokens attend to the
+	// real text before them). A passage of Repair tokens or fewer is
+	// evaluated in full.
+	Segments []Segment `json:"segments,omitempty"`
+	Repair   int       `json:"repair,omitempty"`
+	// Logits asks a generate for the first sampled token's logits.
+	Logits bool `json:"logits,omitempty"`
+}
+
+// Segment is one piece of a stitched prompt. Path, when set, is a state
+// file passage_kv wrote for this text: Tokens are the prefix and passage
+// tokens it was evaluated as, Pos where the passage starts in them.
+type Segment struct {
+	Text   string `json:"text"`
+	Path   string `json:"path,omitempty"`
+	Tokens []int  `json:"tokens,omitempty"`
+	Pos    int    `json:"pos,omitempty"`
 }
 
 // Reply is one line sent back by a runner. A streamed generation sends
@@ -98,6 +126,8 @@ type Reply struct {
 	Scores    []float32   `json:"scores,omitempty"`
 	State     []byte      `json:"state,omitempty"`      // state_save without Path
 	SeqTokens []int       `json:"seq_tokens,omitempty"` // seqs
+	Pos       int         `json:"pos,omitempty"`        // passage_kv
+	Logits    []float32   `json:"logits,omitempty"`     // generate with Logits
 }
 
 // Stats reports what one prefill or generation cost. Times are milliseconds.
@@ -132,6 +162,18 @@ type Stats struct {
 	RestoreMs  float64 `json:"restore_ms,omitempty"`
 	SaveMs     float64 `json:"save_ms,omitempty"`
 	StateBytes int     `json:"state_bytes,omitempty"`
+
+	// Stitching (generate with Segments): passages placed from saved KV,
+	// their tokens that were not evaluated, the opening tokens evaluated
+	// again, the time spent placing them, and why stitching was skipped
+	// for the whole prompt ("" when it was not).
+	StitchedPassages int     `json:"stitched_passages,omitempty"`
+	StitchedTokens   int     `json:"stitched_tokens,omitempty"`
+	RepairedTokens   int     `json:"repaired_tokens,omitempty"`
+	StitchMs         float64 `json:"stitch_ms,omitempty"`
+	StitchSkipped    string  `json:"stitch_skipped,omitempty"`
+	// UncachedPassages had no saved KV and were evaluated (parent).
+	UncachedPassages int `json:"uncached_passages,omitempty"`
 
 	// Filled in by the parent.
 	QueueMs     float64 `json:"queue_ms"`

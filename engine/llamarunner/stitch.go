@@ -1,0 +1,183 @@
+package llamarunner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"lore/engine/wire"
+)
+
+// Passage KV stitching. A passage's KV is evaluated once after a fixed
+// prefix (passage_kv) and saved without the prefix's cells. A prompt that
+// holds the passage elsewhere places those cells at the passage's position
+// there (llama.cpp shifts the keys' RoPE rotation: KvCacheSeqAdd) instead of
+// evaluating it. The passage then attends only to the prefix it was
+// evaluated after, not to the text before it in this prompt; re-evaluating
+// its first tokens in place (Request.Repair) restores most of what that
+// costs, as EPIC measured. llama.cpp requires a sequence to grow by
+// consecutive positions, so the prompt is built in order: text and repaired
+// openings are evaluated, stitched passage tails copied in between.
+
+// span is a stretch of the prompt, toks[from:to], taken from a state file
+// whose passage starts at pos; start is where the passage starts in the
+// prompt (from-start tokens of it are repaired).
+type span struct {
+	start, from, to, pos int
+	path                 string
+}
+
+// stitchPlan returns the passages of req.Segments that can be placed from
+// their saved states, in prompt order, none of them inside the n tokens
+// the sequence already holds. Why a prompt is not stitched at all goes into
+// st.StitchSkipped.
+func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats) []span {
+	if len(req.Segments) == 0 || req.Op != "generate" {
+		return nil
+	}
+	skip := func(why string) []span {
+		st.StitchSkipped = why
+		return nil
+	}
+	if scratch := len(s.seqs) - 1; scratch == 0 || scratch == req.Seq {
+		return skip("no scratch sequence to load passages into")
+	}
+	if !s.lctx.KvCacheCanShift() {
+		return skip("this model's KV cache cannot be shifted")
+	}
+	// A segment's tokens are found by tokenizing the prompt up to its end:
+	// tokenized alone, a text may gain a leading space (SentencePiece) or
+	// merge differently at its edges.
+	var spans []span
+	var text strings.Builder
+	at := 0
+	for _, g := range req.Segments {
+		text.WriteString(g.Text)
+		upto, err := s.model.Tokenize(text.String(), true, true)
+		if err != nil {
+			return skip("tokenize: " + err.Error())
+		}
+		if len(upto) < at || len(upto) > len(toks) || !slices.Equal(upto, toks[:len(upto)]) {
+			return skip("the prompt does not tokenize apart at a passage's edge")
+		}
+		start, end := at, len(upto)
+		at = end
+		if g.Path == "" || start < n || end-start <= req.Repair {
+			continue // plain text, already cached, or evaluated in full anyway
+		}
+		if g.Pos <= 0 || g.Pos+end-start != len(g.Tokens) || !slices.Equal(g.Tokens[g.Pos:], toks[start:end]) {
+			continue // a state for other tokens: never used
+		}
+		spans = append(spans, span{start: start, from: start + max(req.Repair, 0), to: end, pos: g.Pos, path: g.Path})
+	}
+	if at != len(toks) {
+		return skip("the segments do not add up to the prompt")
+	}
+	return spans
+}
+
+// place copies a passage's saved KV into seq at sp's position (seq holds
+// exactly toks[:sp.from]). It reports false, leaving seq as it was, when
+// the state cannot be used.
+func (s *server) place(seq int, toks []int, sp span, st *wire.Stats) bool {
+	t := time.Now()
+	defer func() { st.StitchMs += ms(time.Since(t)) }()
+	sc := len(s.seqs) - 1
+	fail := func(err error) bool {
+		s.clearSeq(sc)
+		fmt.Fprintf(os.Stderr, "runner: stitch: %v; evaluating the passage instead\n", err)
+		return false
+	}
+	data, err := os.ReadFile(sp.path)
+	if err != nil {
+		return fail(err)
+	}
+	s.clearSeq(sc)
+	for {
+		err := stateSet(s.lctx, sc, data)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errStateRejected) || !s.evict(sc, seq) {
+			return fail(err)
+		}
+		st.Evicted++
+	}
+	n := sp.to - sp.start
+	if lo, hi := seqPosRange(s.lctx, sc); lo != sp.pos || hi != sp.pos+n-1 {
+		return fail(fmt.Errorf("the state holds positions %d..%d, not %d..%d", lo, hi, sp.pos, sp.pos+n-1))
+	}
+	k := sp.from - sp.start
+	if k > 0 {
+		s.lctx.KvCacheSeqRm(sc, sp.pos, sp.pos+k) // re-evaluated in place
+	}
+	s.lctx.KvCacheSeqAdd(sc, sp.pos+k, sp.pos+n, sp.start-sp.pos)
+	s.lctx.KvCacheSeqCp(sc, seq, sp.from, sp.to)
+	s.clearSeq(sc)
+	s.seqs[seq] = append(s.seqs[seq], toks[sp.from:sp.to]...)
+	st.StitchedPassages++
+	st.StitchedTokens += sp.to - sp.from
+	st.RepairedTokens += k
+	return true
+}
+
+// passageKV evaluates Texts[0] after the prefix Text in sequence Seq and
+// returns the passage's KV state without the prefix's cells, then empties
+// the sequence. Like a prefill it reuses any cached prefix and stops
+// between micro-batches on a cancel.
+func (s *server) passageKV(req wire.Request) error {
+	if len(req.Texts) != 1 {
+		return errors.New("passage_kv: one passage expected")
+	}
+	sc := req.Seq
+	if err := s.checkSeq(sc); err != nil {
+		return err
+	}
+	if sc == 0 {
+		return errors.New("passage_kv: the answer sequence is not scratch space")
+	}
+	t := time.Now()
+	prefix, err := s.model.Tokenize(req.Text, true, true)
+	if err != nil {
+		return fmt.Errorf("tokenize: %w", err)
+	}
+	all, err := s.model.Tokenize(req.Text+req.Texts[0], true, true)
+	if err != nil {
+		return fmt.Errorf("tokenize: %w", err)
+	}
+	if len(all) <= len(prefix) || !slices.Equal(all[:len(prefix)], prefix) {
+		return errors.New("passage_kv: the passage does not tokenize apart from the prefix")
+	}
+	st := wire.Stats{TokenizeMs: ms(time.Since(t))}
+	defer s.clearSeq(sc)
+	if _, err := s.prefillTokens(wire.Request{Op: "prefill", Seq: sc, Batch: req.Batch}, all, &st); err != nil {
+		if errors.Is(err, errCancelled) {
+			st.StopReason = "cancel"
+			s.reply(wire.Reply{Stats: &st, Done: true})
+			return nil
+		}
+		return err
+	}
+	t = time.Now()
+	// The prefix's cells stay with the sequences that share them.
+	s.lctx.KvCacheSeqRm(sc, 0, len(prefix))
+	data, err := stateGet(s.lctx, sc)
+	if err != nil {
+		return err
+	}
+	r := wire.Reply{Tokens: all, Pos: len(prefix), Done: true}
+	if req.Path != "" {
+		if err := os.WriteFile(req.Path, data, 0o600); err != nil {
+			return fmt.Errorf("passage_kv: %w", err)
+		}
+	} else {
+		r.State = data
+	}
+	st.StateBytes, st.SaveMs = len(data), ms(time.Since(t))
+	r.Stats = &st
+	s.reply(r)
+	return nil
+}

@@ -1,0 +1,135 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"lore/engine"
+	"lore/engine/kv"
+)
+
+// stitchPrompt lays out a RAG prompt as the app does: a prefix ending in
+// "[1]", each passage as its own part, "[n]" markers between them, and the
+// question last. It returns the parts and the prefix passages are cached
+// after.
+func stitchPrompt(t *testing.T, m *engine.Model, bodies []string, q string) ([]engine.Part, string) {
+	t.Helper()
+	const mark = "\x00mark\x00"
+	s, err := m.Template().Render([]engine.Message{
+		{Role: "system", Content: "You answer from the library."},
+		{Role: "user", Content: "Sources:\n\n" + mark}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after, ok := strings.Cut(s, mark)
+	if !ok {
+		t.Fatal("template dropped the mark")
+	}
+	prefix := before + "[1]"
+	parts := []engine.Part{{Text: prefix}}
+	for i, b := range bodies {
+		if i > 0 {
+			parts = append(parts, engine.Part{Text: fmt.Sprintf("[%d]", i+1)})
+		}
+		parts = append(parts, engine.Part{Text: b, Passage: true})
+	}
+	return append(parts, engine.Part{Text: "Question: " + q + after}), prefix
+}
+
+func bodies(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf(" notes/doc%d.md\n%s\n", i+1, passages(6+i)))
+	}
+	return out
+}
+
+func TestStitchedPassages(t *testing.T) {
+	chat, _ := models(t)
+	ctx := context.Background()
+	store, err := kv.Open(kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := openWith(t, engine.Options{Path: chat, KV: store})
+	parts, prefix := stitchPrompt(t, m, bodies(3), question)
+	ask := func(s *engine.Stitch, parts []engine.Part) (string, engine.Stats) {
+		t.Helper()
+		var b strings.Builder
+		st, err := m.Generate(ctx, engine.GenerateRequest{Parts: parts, Stitch: s, MaxTokens: 16},
+			func(p string) error { b.WriteString(p); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ClearSeq(ctx, engine.SeqAnswer) // every question starts cold
+		return b.String(), st
+	}
+	cold, cst := ask(nil, parts)
+	if cold == "" || cst.StitchedPassages != 0 {
+		t.Fatalf("cold: %q %+v", cold, cst)
+	}
+	for _, p := range parts {
+		if !p.Passage {
+			continue
+		}
+		st, err := m.CachePassage(ctx, prefix, p.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Restored || st.StateBytes == 0 || st.EvalTokens == 0 {
+			t.Fatalf("cache passage: %+v", st)
+		}
+		if st, err := m.CachePassage(ctx, prefix, p.Text); err != nil || !st.Restored {
+			t.Fatalf("cache passage again: %+v %v", st, err)
+		}
+	}
+	if n, _ := m.SeqTokens(ctx); n[engine.SeqScratch] != 0 {
+		t.Fatalf("the scratch sequence still holds %d tokens", n[engine.SeqScratch])
+	}
+
+	// Repairing every token is evaluating every token: the cold answer.
+	if got, st := ask(&engine.Stitch{Prefix: prefix, Repair: engine.RepairAll}, parts); got != cold || st.StitchedPassages != 0 {
+		t.Errorf("repair all: %q, want %q (%+v)", got, cold, st)
+	}
+	whole := 0 // the passages' tokens, all stitched at k = 0
+	for _, k := range []int{0, 4} {
+		got, st := ask(&engine.Stitch{Prefix: prefix, Repair: k}, parts)
+		if k == 0 {
+			whole = st.StitchedTokens
+		}
+		if got == "" || st.StitchedPassages != 3 || st.StitchedTokens != whole-3*k || st.RepairedTokens != 3*k ||
+			st.EvalTokens != st.PromptTokens-st.CachedTokens-st.StitchedTokens || st.EvalTokens > st.PromptTokens/4 ||
+			st.StitchSkipped != "" {
+			t.Errorf("k=%d: %q %+v", k, got, st)
+		}
+	}
+
+	// An edited passage has no saved KV: it is evaluated, the others stitched.
+	edited := append([]engine.Part(nil), parts...)
+	for i := range edited {
+		if edited[i].Passage {
+			edited[i].Text = strings.Replace(edited[i].Text, "Passage 2", "Passage two", 1)
+			break
+		}
+	}
+	if _, st := ask(&engine.Stitch{Prefix: prefix}, edited); st.StitchedPassages != 2 || st.UncachedPassages != 1 {
+		t.Errorf("edited passage: %+v", st)
+	}
+
+	// The stitched prompt is in the cache like an evaluated one: the same
+	// prompt again, unstitched, evaluates only its last token.
+	var text strings.Builder
+	for _, p := range parts {
+		text.WriteString(p.Text)
+	}
+	if _, err := m.Generate(ctx, engine.GenerateRequest{Parts: parts, Stitch: &engine.Stitch{Prefix: prefix}, MaxTokens: 1},
+		func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, _, st := generate(t, m, text.String(), 1)
+	if st.EvalTokens != 1 || st.CachedTokens != st.PromptTokens-1 {
+		t.Errorf("the stitched prompt asked again: %+v", st)
+	}
+}
