@@ -191,4 +191,3 @@ func (m *Model) segments(ctx context.Context, p *process, parts []Part, s Stitch
 	}
 	return segs, files, misses, nil
 }
-
