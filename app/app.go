@@ -91,6 +91,8 @@ type App struct {
 	cfg Config
 	db  *store.DB
 	log *slog.Logger
+	// passages waiting to have their KV saved (its own lock)
+	passages passageQueue
 
 	mu       sync.Mutex // guards everything below
 	settings Settings
@@ -105,7 +107,7 @@ type App struct {
 	drafts      int                  // prefetches received: the newest one wins
 	prefetched  map[string]time.Time // each client's last prefetch
 	warmed      WarmInfo             // the chat model's last warm-up
-	kv          *kv.Store            // saved KV states (the warm system prefix), RAM and disk
+	kv          *kv.Store            // saved KV states (the warm system prefix, passages), RAM and disk
 
 	jobs *jobs
 }

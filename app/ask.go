@@ -75,6 +75,7 @@ type ask struct {
 	res      retrieve.Result
 	passages []retrieve.Passage // fitted into the prompt, in prompt order
 	prompt   string
+	parts    []engine.Part // prompt cut around the passages (stitching)
 	reasons  []string
 	answer   strings.Builder
 	release  func()
@@ -301,7 +302,7 @@ func (x *ask) assemble() error {
 		if err != nil {
 			return err
 		}
-		x.prompt, x.passages = p.text, p.passages
+		x.prompt, x.passages, x.parts = p.text, p.passages, p.parts
 		for _, q := range p.turn {
 			x.t.TurnPassages = append(x.t.TurnPassages, q.ChunkID)
 		}
@@ -360,19 +361,26 @@ func (x *ask) generate() error {
 		// slow this prefill (this is a one-user app: the draft being typed is
 		// this question's).
 		trim := x.t.Prefetch == PrefetchMiss
-		st, err = x.generateChat(engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens, TrimSpeculative: trim,
-			OnPlan: func(plan engine.Stats) {
-				planAt = time.Now()
-				x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
-				expected := 0.0
-				if sp := x.a.PrefillSpeed(); sp > 0 {
-					expected = float64(plan.EvalTokens) / sp * 1000
-				}
-				x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
-					"cached_tokens": plan.CachedTokens, "eval_tokens": plan.EvalTokens, "expected_ms": round(expected)}})
-			}}, token) // the remote chat model, or its local fallback
+		req := engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens, TrimSpeculative: trim}
+		if stitch := x.stitchFor(); stitch != nil {
+			req.Parts, req.Stitch = x.parts, stitch
+		}
+		req.OnPlan = func(plan engine.Stats) {
+			planAt = time.Now()
+			x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
+			expected := 0.0
+			if sp := x.a.PrefillSpeed(); sp > 0 {
+				expected = float64(plan.EvalTokens) / sp * 1000
+			}
+			x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
+				"cached_tokens": plan.CachedTokens, "eval_tokens": plan.EvalTokens, "stitched_tokens": plan.StitchedTokens,
+				"expected_ms": round(expected)}})
+		}
+		st, err = x.generateChat(req, token) // the remote chat model, or its local fallback
 		x.recordGeneration(genStart, st)
+		x.noteStitch(st)
 		x.adopted(st, expected)
+		x.queuePassages()
 	}
 	end := time.Now()
 	x.rec.set(StageTotal, x.rec.since(end), 0)
@@ -406,6 +414,9 @@ func (x *ask) recordGeneration(genStart time.Time, st engine.Stats) {
 	rec.set(StageTokenize, st.TokenizeMs, off)
 	rec.set(StagePrefill, st.PrefillMs, off+st.TokenizeMs)
 	rec.set(StageFirstDecode, st.FirstDecodeMs, off+st.TokenizeMs+st.PrefillMs)
+	if st.StitchMs > 0 {
+		rec.set(StageStitch, st.StitchMs, off+st.TokenizeMs)
+	}
 	rec.set(StageRunnerRTT, st.RunnerRTTMs, rec.since(genStart)+st.QueueMs)
 	llm := st.ClientTTFT
 	if llm == 0 {

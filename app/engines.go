@@ -36,6 +36,19 @@ func (a *App) hold() (m *models, release func()) {
 	return m, func() { a.let(m) }
 }
 
+// holdOpen is hold for background work, which may outlive the app: false
+// once it is closed.
+func (a *App) holdOpen() (m *models, release func(), open bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cur == nil {
+		return nil, nil, false
+	}
+	m = a.cur
+	m.refs++
+	return m, func() { a.let(m) }, true
+}
+
 func (a *App) let(m *models) {
 	a.mu.Lock()
 	m.refs--

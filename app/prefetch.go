@@ -119,6 +119,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		let()
 		return PrefetchResult{}, err
 	}
+	x.queuePassages() // saved passage KV outlives this draft's exact wording
 	i := strings.LastIndex(x.prompt, questionMark+" "+draft)
 	if i < 0 {
 		let()

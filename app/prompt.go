@@ -27,6 +27,9 @@ type prompt struct {
 	text     string
 	passages []retrieve.Passage // every passage it holds, numbered in this order
 	turn     []retrieve.Passage // those placed in this turn's message (a suffix of passages)
+	// parts is text cut around each passage's body, for stitching saved
+	// passage KV (nil if the template moved the bodies out of reach).
+	parts []engine.Part
 }
 
 // turn is an earlier message of the chat, with the passages its prompt
@@ -134,7 +137,7 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 	userTurn := func(ps []retrieve.Passage, q string) engine.Message {
 		var b strings.Builder
 		if len(ps) > 0 {
-			b.WriteString("Sources:\n\n")
+			b.WriteString(sourcesHeading)
 			for _, p := range ps {
 				n++
 				b.WriteString(sourceBlock(n, p))
@@ -155,8 +158,51 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 	if err != nil {
 		return prompt{}, err
 	}
-	return prompt{text: text, passages: append(all, fit...), turn: fit}, nil
+	all = append(all, fit...)
+	return prompt{text: text, passages: all, turn: fit, parts: splitParts(text, all)}, nil
 }
+
+// splitParts cuts text around each passage's body (its source block after
+// the "[n]" number), in prompt order. A body's KV does not depend on its
+// number, so it can be saved once and stitched in under any number.
+func splitParts(text string, passages []retrieve.Passage) []engine.Part {
+	var parts []engine.Part
+	at := 0
+	for i, p := range passages {
+		block := sourceBlock(i+1, p)
+		j := strings.Index(text[at:], block)
+		if j < 0 {
+			return nil
+		}
+		num := len(sourceNumber(i + 1))
+		body := block[num:]
+		parts = append(parts, engine.Part{Text: text[at : at+j+num]}, engine.Part{Text: body, Passage: true})
+		at += j + len(block)
+	}
+	return append(parts, engine.Part{Text: text[at:]})
+}
+
+// passagePrefix is the text every passage's KV is evaluated after: the
+// system turn and a first user turn up to the first source's number. In a
+// first question the first passage stands exactly there.
+func passagePrefix(tmpl *engine.Template) (string, error) {
+	const mark = "\x00lore-passage\x00"
+	s, err := tmpl.Render([]engine.Message{{Role: "system", Content: systemPrompt},
+		{Role: "user", Content: sourcesHeading + sourceNumber(1) + mark}})
+	if err != nil {
+		return "", err
+	}
+	i := strings.Index(s, mark)
+	if i < 0 {
+		return "", fmt.Errorf("%s template dropped the user turn", tmpl.Name)
+	}
+	return s[:i], nil
+}
+
+// sourcesHeading opens a turn's sources.
+const sourcesHeading = "Sources:\n\n"
+
+func sourceNumber(n int) string { return fmt.Sprintf("[%d]", n) }
 
 // sourceBlock is one passage as the model sees it.
 func sourceBlock(n int, p retrieve.Passage) string {
@@ -172,7 +218,7 @@ func sourceBlock(n int, p retrieve.Passage) string {
 	} else if p.LineStart > 0 {
 		loc += fmt.Sprintf(" (lines %d–%d)", p.LineStart, p.LineEnd)
 	}
-	return fmt.Sprintf("[%d] %s\n%s\n\n", n, loc, strings.TrimSpace(p.Text))
+	return fmt.Sprintf("%s %s\n%s\n\n", sourceNumber(n), loc, strings.TrimSpace(p.Text))
 }
 
 // truncateWords keeps about n tokens' worth of words (a token is ~0.75 words).

@@ -41,11 +41,18 @@ type Settings struct {
 	// RemoteTTFTMs is the remote chat's first-token budget: past it the
 	// local chat model answers, when there is one (0: 60 s).
 	RemoteTTFTMs int `json:"remote_ttft_ms,omitempty"`
+
+	// PassageKV saves each passage's KV once and stitches it into later
+	// prompts instead of reading the passage again (approximate: see
+	// passages.go; off by default). PassageRepair is how many of each
+	// stitched passage's first tokens are read again in place.
+	PassageKV     bool `json:"passage_kv"`
+	PassageRepair int  `json:"passage_repair"`
 }
 
 // DefaultSettings are what a new data folder starts with.
 func DefaultSettings() Settings {
-	return Settings{TopK: 6, RerankK: 20, RerankBudgetMs: 1500, MaxTokens: 256}
+	return Settings{TopK: 6, RerankK: 20, RerankBudgetMs: 1500, MaxTokens: 256, PassageRepair: DefaultPassageRepair}
 }
 
 const settingsKey = "settings"
@@ -140,6 +147,7 @@ func (s Settings) validate() error {
 		{"threads", s.Threads, 0, 256},
 		{"gpu_layers", s.GPULayers, 0, 1024},
 		{"remote_ttft_ms", s.RemoteTTFTMs, 0, 600_000},
+		{"passage_repair", s.PassageRepair, 0, 4096},
 	} {
 		if f.v < f.lo || f.v > f.hi {
 			return fmt.Errorf("%s must be %d–%d, got %d", f.name, f.lo, f.hi, f.v)

@@ -46,7 +46,18 @@ type Trace struct {
 	PrefetchMiss     string  `json:"prefetch_miss,omitempty"`
 	PrefetchedTokens int     `json:"prefetched_tokens"`
 	PrefetchAgeMs    float64 `json:"prefetch_age_ms,omitempty"`
-	Error            string  `json:"error,omitempty"`
+	// Stitch says whether saved passage KV was used: "" (the setting is
+	// off), "on", or "refused" (StitchNote says why). Stitched passages
+	// were placed from their saved KV, StitchedTokens of them not read,
+	// RepairedTokens read again in place; UncachedPassages had no saved KV
+	// yet and were read.
+	Stitch           string `json:"stitch,omitempty"`
+	StitchNote       string `json:"stitch_note,omitempty"`
+	StitchedPassages int    `json:"stitched_passages,omitempty"`
+	StitchedTokens   int    `json:"stitched_tokens,omitempty"`
+	RepairedTokens   int    `json:"repaired_tokens,omitempty"`
+	UncachedPassages int    `json:"uncached_passages,omitempty"`
+	Error            string `json:"error,omitempty"`
 
 	Stages      map[string]float64 `json:"stages"`
 	StageStarts map[string]float64 `json:"stage_starts"`
@@ -63,6 +74,7 @@ const (
 	StageAssemble    = "prompt_assemble_ms"
 	StageTokenize    = "tokenize_ms"
 	StagePrefill     = "prefill_ms"
+	StageStitch      = "stitch_ms" // part of prefill: placing saved passage KV
 	StageFirstDecode = "first_decode_ms"
 	StageRunnerRTT   = "runner_rtt_ms"
 	StageLLMTTFT     = "llm_ttft_ms"

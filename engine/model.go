@@ -370,8 +370,9 @@ type GenerateRequest struct {
 	// placed instead of evaluated (Stats.StitchedPassages and the rest).
 	Parts  []Part
 	Stitch *Stitch
-	// OnLogits, if set, receives the first sampled token's logits.
-	OnLogits func([]float32)
+	// Inspect, if set, receives the first sampled token's logits and the
+	// sampled tokens when generation ends (fidelity checks).
+	Inspect func(firstLogits []float32, tokens []int)
 }
 
 // Generate streams the completion's text to fn piece by piece, as each token
@@ -403,7 +404,7 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 	if req.TrimSpeculative && m.opt.Seqs > SeqSpeculative {
 		call.Trim = []int{SeqSpeculative}
 	}
-	call.Logits = req.OnLogits != nil
+	call.Logits = req.Inspect != nil
 	release, waited, err := m.queue.Acquire(ctx)
 	st.QueueMs = ms(waited)
 	if err != nil {
@@ -448,8 +449,8 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 				st.RunnerRTTMs = max(c-st.TTFTMs, 0)
 			}
 		}
-		if r.Logits != nil && req.OnLogits != nil {
-			req.OnLogits(r.Logits)
+		if r.Done && req.Inspect != nil {
+			req.Inspect(r.Logits, r.Tokens)
 		}
 		return nil
 	})

@@ -371,6 +371,7 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 	}
 	if req.Op == "generate" {
 		plan := *st
+		plan.StitchedTokens = len(toks) - n - st.EvalTokens // planned
 		s.reply(wire.Reply{Plan: &plan})
 	}
 
@@ -533,6 +534,7 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 	}
 	var first time.Time
 	var logits []float32
+	var ids []int // sampled tokens, with Logits
 	emit := func(piece string) {
 		if piece == "" {
 			return
@@ -562,6 +564,9 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 			tok = argmax(s.lctx.GetLogitsIth(idx))
 		}
 		st.DecodeTokens++
+		if req.Logits {
+			ids = append(ids, tok)
+		}
 		if s.model.TokenIsEog(tok) {
 			st.StopReason = "eos"
 			break
@@ -591,7 +596,7 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 	if st.DecodeMs > 0 {
 		st.DecodeTokS = float64(st.DecodeTokens) / (st.DecodeMs / 1000)
 	}
-	s.reply(wire.Reply{Done: true, Stats: &st, Logits: logits})
+	s.reply(wire.Reply{Done: true, Stats: &st, Logits: logits, Tokens: ids})
 	return nil
 }
 

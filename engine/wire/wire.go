@@ -98,7 +98,8 @@ type Request struct {
 	// evaluated in full.
 	Segments []Segment `json:"segments,omitempty"`
 	Repair   int       `json:"repair,omitempty"`
-	// Logits asks a generate for the first sampled token's logits.
+	// Logits asks a generate for the first sampled token's logits and the
+	// sampled tokens (Reply.Logits, Reply.Tokens).
 	Logits bool `json:"logits,omitempty"`
 }
 

@@ -1,0 +1,84 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"lore/app"
+	"lore/engine"
+)
+
+// TestPassageKVStitched: with the setting on, the passages of a question
+// are saved in the background, and a later prompt holding them stitches
+// them instead of reading them; with it off nothing is stitched.
+func TestPassageKVStitched(t *testing.T) {
+	ctx := context.Background()
+	a := newApp(t, opts{chat: true, embed: true})
+	const q = "when does the river market open"
+	if tr := ask(t, a, q, 0).trace; tr.Stitch != "" || tr.StitchedPassages != 0 {
+		t.Fatalf("setting off: stitch %q, %d passages", tr.Stitch, tr.StitchedPassages)
+	}
+	s := a.Settings()
+	s.PassageKV = true
+	s.TopK = 2 // of four documents, so that questions differ in their passages
+	if err := a.SaveSettings(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	first := ask(t, a, q, 0).trace
+	if first.Stitch != "on" || first.UncachedPassages == 0 || !strings.Contains(first.StitchNote, "not measured") {
+		t.Fatalf("first question: stitch %q (%s), %d passages without saved KV", first.Stitch, first.StitchNote, first.UncachedPassages)
+	}
+	if err := a.WaitPassages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.PassageKV(); st.Saved == 0 || st.Failed != 0 {
+		t.Fatalf("passage KV queue: %+v", st)
+	}
+	// Another question in between, so the answer sequence holds other text.
+	ask(t, a, "the city orchestra summer concert", 0)
+	r := ask(t, a, q, 0)
+	tr := r.trace
+	if tr.StitchedPassages == 0 || tr.StitchedTokens == 0 || tr.UncachedPassages != 0 || r.answer.Len() == 0 {
+		t.Fatalf("asked again: %d passages stitched (%d tokens), %d without KV, note %q, answer %q",
+			tr.StitchedPassages, tr.StitchedTokens, tr.UncachedPassages, tr.StitchNote, r.answer.String())
+	}
+	if tr.EvalTokens+tr.StitchedTokens+tr.CachedTokens != tr.PromptTokens || tr.Stages[app.StageStitch] <= 0 {
+		t.Errorf("token accounting: %d evaluated + %d stitched + %d cached != %d; stitch %.2f ms",
+			tr.EvalTokens, tr.StitchedTokens, tr.CachedTokens, tr.PromptTokens, tr.Stages[app.StageStitch])
+	}
+	t.Logf("cold: %d of %d tokens read; stitched: %d read, %d stitched (%d repaired)", first.EvalTokens, first.PromptTokens,
+		tr.EvalTokens, tr.StitchedTokens, tr.RepairedTokens)
+}
+
+// TestFidelityGate: recomputing every passage token is exact; a repair
+// setting whose measured fidelity is below the floor is refused, and the
+// trace says why.
+func TestFidelityGate(t *testing.T) {
+	ctx := context.Background()
+	a := newApp(t, opts{chat: true, embed: true})
+	f, err := a.MeasureFidelity(ctx, app.FidelityRequest{
+		Questions: []string{"when does the river market open", "what grows in the small garden", "solar energy report by the students"},
+		Repairs:   []int{0, engine.RepairAll}, Tokens: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + f.String())
+	all, zero := f.Rows[1], f.Rows[0]
+	if f.Prompts != 3 || all.Agreement != 1 || all.KL > 1e-6 || all.StitchedTokens != 0 || zero.StitchedTokens == 0 {
+		t.Fatalf("recompute all must be exact and k=0 must stitch: %+v", f)
+	}
+	s := a.Settings()
+	s.PassageKV, s.PassageRepair = true, 0
+	if err := a.SaveSettings(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	tr := ask(t, a, "when does the river market open", 0).trace
+	want := "on"
+	if !zero.Passes() {
+		want = "refused"
+	}
+	if tr.Stitch != want || (want == "refused" && (!strings.Contains(tr.StitchNote, "below the floor") || tr.StitchedPassages != 0)) {
+		t.Errorf("k=0 (passes: %v): stitch %q, note %q, %d stitched", zero.Passes(), tr.Stitch, tr.StitchNote, tr.StitchedPassages)
+	}
+}
