@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lore/engine"
+	"lore/engine/kv"
 )
 
 // Passage KV (Settings.PassageKV). Every passage that goes into a prompt or
@@ -179,19 +180,21 @@ func (q *passageQueue) run(a *App) {
 	}
 }
 
-// PassageKVStats says what the passage KV queue has done.
+// PassageKVStats says what the passage KV queue has done, and what the KV
+// store (passages and warm prefixes) holds.
 type PassageKVStats struct {
-	Queued int `json:"queued"`
-	Saved  int `json:"saved"`
-	Failed int `json:"failed"`
+	Queued int      `json:"queued"`
+	Saved  int      `json:"saved"`
+	Failed int      `json:"failed"`
+	Store  kv.Stats `json:"store"`
 }
 
-// PassageKV reports the passage KV queue.
+// PassageKV reports the passage KV queue and the KV store.
 func (a *App) PassageKV() PassageKVStats {
 	q := &a.passages
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return PassageKVStats{Queued: len(q.todo), Saved: q.saved, Failed: q.failed}
+	return PassageKVStats{Queued: len(q.todo), Saved: q.saved, Failed: q.failed, Store: a.kv.Stats()}
 }
 
 // WaitPassages blocks until the passage KV queue is empty (or ctx ends).

@@ -47,6 +47,8 @@ type ttftReport struct {
 	RestartRestored  bool    `json:"restart_restored"`
 	RestartReadyMs   float64 `json:"restart_ready_ms"` // app start to warm, model load included
 	RestartFirstTTFT float64 `json:"restart_first_ttft_ms"`
+
+	*stitchReport // with --stitched
 }
 
 func benchTTFT(ctx context.Context, args []string) error {
@@ -59,6 +61,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 	maxTokens := fs.Int("max-tokens", 8, "tokens generated per answer")
 	contextTokens := fs.Int("context-tokens", 0, "passage token budget (0: auto, about a second of prefill)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	stitched := fs.Bool("stitched", true, "also ask the questions with saved passage KV stitched in (the stitched scenario)")
+	repair := fs.Int("repair", app.DefaultPassageRepair, "tokens of each stitched passage read again")
+	fidelity := fs.Bool("fidelity", false, "compare stitched prompts with full reading (k = 0, 4, 16, 32, all)")
 	chatURL := fs.String("chat-url", "", "OpenAI-compatible server `URL` that answers (the local model stays as its fallback); key: $LORE_API_KEY")
 	chatURLModel := fs.String("chat-url-model", "", "model `name` to ask the --chat-url server for")
 	if _, err := parseArgs(fs, args); err != nil {
@@ -174,6 +179,17 @@ func benchTTFT(ctx context.Context, args []string) error {
 			next.Stages[app.StageTTFT], next.CachedTokens, first.PromptTokens, next.EvalTokens)
 	}
 
+	if *stitched || *fidelity {
+		var texts []string
+		for _, q := range qs[:*n] {
+			texts = append(texts, q.Query)
+		}
+		ask := func(q string) (*app.Trace, error) { return askOne(q, 0) }
+		if rep.stitchReport, err = benchStitched(ctx, a, texts, *repair, *fidelity, ask, logf); err != nil {
+			return err
+		}
+	}
+
 	// Restart: a new app on the same data folder restores the system prefix.
 	a.Close()
 	start := time.Now()
@@ -209,6 +225,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 		rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupReeval, int(rep.FollowupNew))
 	fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms\n",
 		rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT)
+	if rep.stitchReport != nil {
+		rep.stitchReport.print()
+	}
 	return nil
 }
 
