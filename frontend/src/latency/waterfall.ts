@@ -31,6 +31,8 @@ export const WATERFALL_ROWS: RowDef[] = [
   { stage: 'queue', key: 'queue_ms', label: 'queue', optional: true },
   { stage: 'tokenize', key: 'tokenize_ms', label: 'tokenize', optional: true },
   { stage: 'prefill', key: 'prefill_ms', label: 'prefill', optional: true },
+  // Placing saved passage KV, inside prefill (only with the passage KV setting on).
+  { stage: 'stitch', key: 'stitch_ms', label: 'stitch KV', parent: 'prefill', optional: true },
   { stage: 'first_decode', key: 'first_decode_ms', label: 'first token', optional: true },
   { stage: 'flush', key: 'flush_ms', label: 'flush', optional: true },
   { stage: 'paint', key: 'paint_ms', label: 'paint (UI)', optional: true },

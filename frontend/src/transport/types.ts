@@ -74,6 +74,7 @@ export type StageKey =
   | 'prompt_assemble_ms'
   | 'tokenize_ms'
   | 'prefill_ms'
+  | 'stitch_ms'
   | 'first_decode_ms'
   | 'runner_rtt_ms'
   | 'llm_ttft_ms'
@@ -111,6 +112,14 @@ export interface Trace {
   prefetch_miss?: string;
   prefetched_tokens?: number;
   prefetch_age_ms?: number;
+  /** Saved passage KV: '' (setting off), on, or refused (stitch_note says why). Approximate. */
+  stitch?: 'on' | 'refused' | string;
+  stitch_note?: string;
+  stitched_passages?: number;
+  /** Prompt tokens placed from saved passage KV instead of read; repaired ones were read again. */
+  stitched_tokens?: number;
+  repaired_tokens?: number;
+  uncached_passages?: number;
 }
 
 export interface Percentiles {
@@ -247,6 +256,10 @@ export interface Settings {
   max_tokens: number;
   threads: number;
   gpu_layers: number;
+  /** Stitch saved passage KV into prompts (approximate; off by default). */
+  passage_kv: boolean;
+  /** Tokens at the start of each stitched passage read again. */
+  passage_repair: number;
 }
 
 export interface AskCallbacks {

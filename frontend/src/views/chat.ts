@@ -193,6 +193,7 @@ class Turn {
     if (s.ui_ttft_ms !== undefined) parts.push(`on screen ${fmtMs(s.ui_ttft_ms)}`);
     if (this.trace?.decode_tok_s !== undefined) parts.push(fmtRate(this.trace.decode_tok_s, 'tok/s'));
     if (this.trace?.prefetch === 'hit') parts.push(`${fmtInt(this.trace.prefetched_tokens)} tokens prefilled while you typed`);
+    if (this.trace?.stitched_passages) parts.push(`${fmtInt(this.trace.stitched_passages)} passages from saved KV (approximate)`);
     if (this.trace?.fallback_level) parts.push(`fallback ${fmtNum(this.trace.fallback_level, 0)}`);
     this.metaLine.textContent = parts.join(' · ');
     const cause = this.trace ? causeText(this.trace) : '';

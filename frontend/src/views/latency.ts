@@ -64,6 +64,16 @@ function prefetchText(t: Trace): string {
   }
 }
 
+/** What saved passage KV did for this answer ('—' when the setting is off). */
+export function stitchText(t: Trace): string {
+  if (t.stitch === 'refused') return `refused${t.stitch_note ? ` — ${t.stitch_note}` : ''}`;
+  if (t.stitch !== 'on') return '—';
+  const parts = [`approximate · ${fmtInt(t.stitched_passages ?? 0)} passages placed from saved KV (${fmtInt(t.stitched_tokens ?? 0)} tokens not read, ${fmtInt(t.repaired_tokens ?? 0)} read again)`];
+  if (t.uncached_passages) parts.push(`${fmtInt(t.uncached_passages)} not saved yet, read`);
+  if (t.stitch_note) parts.push(t.stitch_note);
+  return parts.join(' · ');
+}
+
 function yesNo(b: unknown): string {
   return b === true ? 'hit' : b === false ? 'miss' : '—';
 }
@@ -73,6 +83,7 @@ export function renderDetails(t: Trace): HTMLElement {
   const prompt = t.prompt_tokens ?? 0;
   const cached = t.cached_tokens ?? 0;
   const evald = t.eval_tokens ?? 0;
+  const stitched = t.stitched_tokens ?? 0;
   // Of the cached tokens, those read while the user typed (adopted from the speculative prefill).
   const typed = t.prefetch === 'hit' ? Math.min(t.prefetched_tokens ?? 0, cached) : 0;
   const typedText = typed > 0 ? `${fmtInt(typed)} prefilled while you typed · ` : '';
@@ -82,11 +93,12 @@ export function renderDetails(t: Trace): HTMLElement {
       svg('svg', { class: 'token-bar', 'aria-hidden': 'true' },
         svg('rect', { x: '0', y: '0', width: pct((cached - typed) / prompt), height: '100%', class: 'tok-cached' }),
         svg('rect', { x: pct((cached - typed) / prompt), y: '0', width: pct(typed / prompt), height: '100%', class: 'tok-typed' }),
-        svg('rect', { x: pct(cached / prompt), y: '0', width: pct(evald / prompt), height: '100%', class: 'tok-eval' }),
+        svg('rect', { x: pct(cached / prompt), y: '0', width: pct(stitched / prompt), height: '100%', class: 'tok-stitched' }),
+        svg('rect', { x: pct((cached + stitched) / prompt), y: '0', width: pct(evald / prompt), height: '100%', class: 'tok-eval' }),
       ),
     );
   }
-  tokens.append(h('span', { testid: 'token-split-text', text: `${fmtInt(cached)} cached (${fmtPct(prompt ? cached / prompt : NaN)}) · ${typedText}${fmtInt(evald)} evaluated · ${fmtInt(prompt)} total` }));
+  tokens.append(h('span', { testid: 'token-split-text', text: `${fmtInt(cached)} cached (${fmtPct(prompt ? cached / prompt : NaN)}) · ${typedText}${stitched ? `${fmtInt(stitched)} stitched · ` : ''}${fmtInt(evald)} evaluated · ${fmtInt(prompt)} total` }));
   const item = (k: string, v: Node | string, id?: string) => [h('dt', { text: k }), h('dd', { testid: id }, v)];
   const fb = t.fallback_level ? `level ${t.fallback_level}${t.fallback_reason ? ` — ${t.fallback_reason}` : ''}` : t.fallback_reason || 'none';
   return h('dl', { class: 'trace-details', testid: 'trace-details' },
@@ -95,6 +107,7 @@ export function renderDetails(t: Trace): HTMLElement {
     ...item('Prompt tokens', tokens, 'detail-tokens'),
     ...item('Cache', `embedding ${yesNo(t.embed_cache_hit)} · retrieval ${yesNo(t.retrieval_cache_hit)}`, 'detail-cache'),
     ...item('Prefetch', prefetchText(t), 'detail-prefetch'),
+    ...item('Passage KV', stitchText(t), 'detail-stitch'),
     ...item('Fallback', fb, 'detail-fallback'),
     ...item('Route', t.route || '—', 'detail-route'),
     ...item('Version', t.version_id || '—', 'detail-version'),

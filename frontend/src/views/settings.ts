@@ -5,7 +5,7 @@ import { errMsg, h } from '../dom';
 import type { Settings } from '../transport/types';
 import type { Ctx } from './ctx';
 
-type NumKey = 'top_k' | 'rerank_k' | 'rerank_budget_ms' | 'ef_search' | 'context_tokens' | 'max_tokens' | 'threads' | 'gpu_layers';
+type NumKey = 'top_k' | 'rerank_k' | 'rerank_budget_ms' | 'ef_search' | 'context_tokens' | 'max_tokens' | 'threads' | 'gpu_layers' | 'passage_repair';
 
 export interface NumField {
   key: NumKey;
@@ -28,7 +28,12 @@ export const NUMERIC_SETTINGS: NumField[] = [
   { key: 'max_tokens', group: 'Prompt and answer', label: 'Max answer tokens', unit: 'tokens', min: 0, max: 32_768, zero: 'no limit', help: 'longest answer; 0 lets it run to the end of the context' },
   { key: 'threads', group: 'Runtime', label: 'Threads', min: 0, max: 256, zero: 'auto', help: 'CPU threads for the model' },
   { key: 'gpu_layers', group: 'Runtime', label: 'GPU layers', min: 0, max: 1024, zero: 'CPU only', help: 'model layers offloaded to the GPU' },
+  { key: 'passage_repair', group: 'Passage KV (approximate)', label: 'Repair tokens', unit: 'tokens', min: 0, max: 4096, help: 'tokens at the start of each stitched passage read again in place: more is closer to reading it in full, and slower' },
 ];
+
+/** The passage KV switch: approximate, so off by default and said so where it is turned on. */
+const PASSAGE_KV_HELP =
+  'save each passage’s KV once and place it into later prompts instead of reading the passage again: answers start much sooner, but a placed passage has not read the sources before it, so answers can differ from a full reading. Refused for a model whose measured fidelity is below the floor (lore bench ttft --fidelity).';
 
 /** "0 = auto" etc. for a field, '' when 0 has no special meaning. */
 export function zeroNote(f: NumField): string {
@@ -61,6 +66,7 @@ export function readNumeric(values: Partial<Record<NumKey, string>>, base: Setti
 export class SettingsView {
   readonly el: HTMLElement;
   private readonly inputs = new Map<NumKey, HTMLInputElement>();
+  private readonly passageKV: HTMLInputElement;
   private readonly status: HTMLElement;
   private base: Settings | undefined;
 
@@ -69,10 +75,17 @@ export class SettingsView {
     // submit without a word in a webview.
     const form = h('form', { class: 'settings-form', testid: 'settings-form', attrs: { novalidate: true } });
     let group = '';
+    this.passageKV = h('input', { type: 'checkbox', id: 'setting-passage_kv', testid: 'setting-passage_kv', attrs: { 'aria-describedby': 'setting-passage_kv-help' } });
     for (const f of NUMERIC_SETTINGS) {
       if (f.group !== group) {
         group = f.group;
         form.append(h('h3', { text: group }));
+        if (f.key === 'passage_repair') {
+          form.append(h('div', { class: 'field' },
+            h('label', { for: 'setting-passage_kv', text: 'Stitch saved passages' }),
+            h('span', { class: 'field-input' }, this.passageKV),
+            h('small', { class: 'muted', id: 'setting-passage_kv-help', text: PASSAGE_KV_HELP })));
+        }
       }
       const id = `setting-${f.key}`;
       const inp = h('input', { type: 'number', id, testid: id, attrs: { min: f.min, max: f.max, step: 1, inputmode: 'numeric', 'aria-describedby': `${id}-help` } });
@@ -103,6 +116,7 @@ export class SettingsView {
         inp.value = String(this.base?.[f.key] ?? 0);
         inp.removeAttribute('aria-invalid');
       }
+      this.passageKV.checked = this.base?.passage_kv === true;
       this.status.textContent = '';
       this.status.classList.remove('error');
     } catch (e) {
@@ -125,6 +139,7 @@ export class SettingsView {
       this.status.classList.add('error');
       return;
     }
+    r.settings.passage_kv = this.passageKV.checked;
     try {
       await this.ctx.t.saveSettings(r.settings);
       this.base = r.settings;
