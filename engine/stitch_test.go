@@ -38,6 +38,15 @@ func stitchPrompt(t *testing.T, m *engine.Model, bodies []string, q string) ([]e
 	return append(parts, engine.Part{Text: "Question: " + q + after}), prefix
 }
 
+func prefixTokens(t *testing.T, m *engine.Model, prefix string) []int {
+	t.Helper()
+	toks, err := m.Tokenize(context.Background(), prefix, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toks
+}
+
 func bodies(n int) []string {
 	var out []string
 	for i := range n {
@@ -104,6 +113,14 @@ func TestStitchedPassages(t *testing.T) {
 			st.StitchSkipped != "" {
 			t.Errorf("k=%d: %q %+v", k, got, st)
 		}
+	}
+
+	// The last prompt shared the first passage's opening: those cells are
+	// kept, and only the rest of it is placed.
+	generate(t, m, parts[0].Text+parts[1].Text[:len(parts[1].Text)/2], 1)
+	if got, st := ask(&engine.Stitch{Prefix: prefix, Repair: 4}, parts); got == "" || st.StitchedPassages != 3 ||
+		st.CachedTokens < 40 || st.RepairedTokens != 8 || st.StitchedTokens != whole-8-(st.CachedTokens-len(prefixTokens(t, m, prefix))) {
+		t.Errorf("cached into the first passage: %q %+v", got, st)
 	}
 
 	// An edited passage has no saved KV: it is evaluated, the others stitched.

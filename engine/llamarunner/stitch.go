@@ -24,15 +24,16 @@ import (
 
 // span is a stretch of the prompt, toks[from:to], taken from a state file
 // whose passage starts at pos; start is where the passage starts in the
-// prompt (from-start tokens of it are repaired).
+// prompt, and repaired of the tokens before from are read in place (the
+// others were cached).
 type span struct {
-	start, from, to, pos int
-	path                 string
+	start, from, to, pos, repaired int
+	path                           string
 }
 
 // stitchPlan returns the passages of req.Segments that can be placed from
-// their saved states, in prompt order, none of them inside the n tokens
-// the sequence already holds. Why a prompt is not stitched at all goes into
+// their saved states, in prompt order, after the n tokens the sequence
+// already holds. Why a prompt is not stitched at all goes into
 // st.StitchSkipped.
 func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats) []span {
 	if len(req.Segments) == 0 || req.Op != "generate" {
@@ -65,13 +66,21 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 		}
 		start, end := at, len(upto)
 		at = end
-		if g.Path == "" || start < n || end-start <= req.Repair {
-			continue // plain text, already cached, or evaluated in full anyway
+		if g.Path == "" || end <= n || end-start <= req.Repair {
+			continue // plain text, cached, or evaluated in full anyway
 		}
 		if g.Pos <= 0 || g.Pos+end-start != len(g.Tokens) || !slices.Equal(g.Tokens[g.Pos:], toks[start:end]) {
 			continue // a state for other tokens: never used
 		}
-		spans = append(spans, span{start: start, from: start + max(req.Repair, 0), to: end, pos: g.Pos, path: g.Path})
+		// A cached prefix may end inside the passage (the last prompt
+		// shared its first tokens): those cells are exact, so only the
+		// rest is placed.
+		from := max(start+max(req.Repair, 0), n)
+		if from >= end {
+			continue
+		}
+		spans = append(spans, span{start: start, from: from, to: end, pos: g.Pos, path: g.Path,
+			repaired: max(start+max(req.Repair, 0)-max(start, n), 0)})
 	}
 	if at != len(toks) {
 		return skip("the segments do not add up to the prompt")
@@ -112,7 +121,7 @@ func (s *server) place(seq int, toks []int, sp span, st *wire.Stats) bool {
 	}
 	k := sp.from - sp.start
 	if k > 0 {
-		s.lctx.KvCacheSeqRm(sc, sp.pos, sp.pos+k) // re-evaluated in place
+		s.lctx.KvCacheSeqRm(sc, sp.pos, sp.pos+k) // read in place, or cached already
 	}
 	s.lctx.KvCacheSeqAdd(sc, sp.pos+k, sp.pos+n, sp.start-sp.pos)
 	s.lctx.KvCacheSeqCp(sc, seq, sp.from, sp.to)
@@ -120,7 +129,7 @@ func (s *server) place(seq int, toks []int, sp span, st *wire.Stats) bool {
 	s.seqs[seq] = append(s.seqs[seq], toks[sp.from:sp.to]...)
 	st.StitchedPassages++
 	st.StitchedTokens += sp.to - sp.from
-	st.RepairedTokens += k
+	st.RepairedTokens += sp.repaired
 	return true
 }
 
