@@ -122,7 +122,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 		return a.Ask(ctx, app.AskRequest{Question: q, ChatID: chat}, func(app.Event) error { return nil })
 	}
 
-	var cold, typed, prompts, coldEval, typedEval []float64
+	var cold, prompts, coldEval []float64
 	for i, q := range qs[:*n] {
 		tr, err := askOne(q.Query, 0)
 		if err != nil {
@@ -134,30 +134,37 @@ func benchTTFT(ctx context.Context, args []string) error {
 		logf("cold %2d/%d: ttft %6.0f ms, %d prompt tokens, %d evaluated", i+1, *n, tr.Stages[app.StageTTFT], tr.PromptTokens, tr.EvalTokens)
 	}
 
-	hits := 0
 	gap := time.Duration(float64(time.Second) / *cps)
-	for i, q := range qs[:*n] {
-		sends, enter := bench.Typing(q.Query, gap)
-		start := time.Now()
-		for _, d := range sends {
-			time.Sleep(time.Until(start.Add(d.At)))
-			go a.Prefetch(ctx, app.PrefetchRequest{Draft: d.Draft, ClientID: "bench"})
+	typedRun := func(mode string, qs []app.EvalQuery) (ttft, eval []float64, hits int, misses []string, err error) {
+		for i, q := range qs {
+			sends, enter := bench.Typing(q.Query, gap)
+			start := time.Now()
+			for _, d := range sends {
+				time.Sleep(time.Until(start.Add(d.At)))
+				go a.Prefetch(ctx, app.PrefetchRequest{Draft: d.Draft, ClientID: "bench"})
+			}
+			time.Sleep(time.Until(start.Add(enter)))
+			tr, err := askOne(q.Query, 0)
+			if err != nil {
+				return nil, nil, 0, nil, err
+			}
+			ttft = append(ttft, tr.Stages[app.StageTTFT])
+			eval = append(eval, float64(tr.EvalTokens))
+			if tr.Prefetch == app.PrefetchHit {
+				hits++
+			} else {
+				misses = append(misses, fmt.Sprintf("%s: %s", tr.Prefetch, tr.PrefetchMiss))
+			}
+			logf("%s %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d stitched, %d evaluated after Enter)", mode, i+1, len(qs),
+				tr.Stages[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.StitchedTokens, tr.EvalTokens)
 		}
-		time.Sleep(time.Until(start.Add(enter)))
-		tr, err := askOne(q.Query, 0)
-		if err != nil {
-			return err
-		}
-		typed = append(typed, tr.Stages[app.StageTTFT])
-		typedEval = append(typedEval, float64(tr.EvalTokens))
-		if tr.Prefetch == app.PrefetchHit {
-			hits++
-		} else {
-			rep.PrefetchMisses = append(rep.PrefetchMisses, fmt.Sprintf("%s: %s", tr.Prefetch, tr.PrefetchMiss))
-		}
-		logf("typed %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d evaluated after Enter)", i+1, *n,
-			tr.Stages[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.EvalTokens)
+		return ttft, eval, hits, misses, nil
 	}
+	typed, typedEval, hits, misses, err := typedRun("typed", qs[:*n])
+	if err != nil {
+		return err
+	}
+	rep.PrefetchMisses = misses
 	rep.PrefetchHit = round2(float64(hits) / float64(max(*n, 1)))
 
 	// Follow-ups: a second question about the same document, in the same chat.
@@ -185,7 +192,14 @@ func benchTTFT(ctx context.Context, args []string) error {
 			texts = append(texts, q.Query)
 		}
 		ask := func(q string) (*app.Trace, error) { return askOne(q, 0) }
-		if rep.stitchReport, err = benchStitched(ctx, a, texts, *repair, *fidelity, ask, logf); err != nil {
+		// Typed with passage KV on: questions not asked before, whose drafts'
+		// passages are saved while the user types.
+		fresh := qs[*n:min(2**n, len(qs))]
+		typedStitched := func() ([]float64, int, error) {
+			ttft, _, hits, _, err := typedRun("typed+stitch", fresh)
+			return ttft, hits, err
+		}
+		if rep.stitchReport, err = benchStitched(ctx, a, texts, *repair, *fidelity, ask, typedStitched, logf); err != nil {
 			return err
 		}
 	}
