@@ -11,18 +11,18 @@ import (
 // whose passages all have saved KV (Settings.PassageKV), and with
 // --fidelity the table comparing stitched prompts with full reading.
 type stitchReport struct {
-	StitchedP50      float64       `json:"stitched_p50_ms"`
-	StitchedP95      float64       `json:"stitched_p95_ms"`
-	StitchRepair     int           `json:"stitch_repair"`
-	StitchedShare    float64       `json:"stitched_token_share"` // median share of the prompt placed, not read
-	StitchedEvalP50  float64       `json:"stitched_eval_tokens_p50"`
-	StitchedAll      float64       `json:"stitched_all_cached_rate"` // questions with no passage lacking KV
+	StitchedP50     float64 `json:"stitched_p50_ms"`
+	StitchedP95     float64 `json:"stitched_p95_ms"`
+	StitchRepair    int     `json:"stitch_repair"`
+	StitchedShare   float64 `json:"stitched_token_share"` // median share of the prompt placed, not read
+	StitchedEvalP50 float64 `json:"stitched_eval_tokens_p50"`
+	StitchedAll     float64 `json:"stitched_all_cached_rate"` // questions with no passage lacking KV
 	// Typed with passage KV on (other questions than the stitched ones):
 	// Enter → first token, and how often the whole draft prompt was adopted.
-	TypedStitchedP50 float64 `json:"typed_stitched_p50_ms"`
-	TypedStitchedP95 float64 `json:"typed_stitched_p95_ms"`
-	TypedStitchedHit float64 `json:"typed_stitched_prefetch_hit_rate"`
-	PassageKVBytes   int64         `json:"passage_kv_bytes"`         // what the store holds, warm prefix included
+	TypedStitchedP50 float64       `json:"typed_stitched_p50_ms"`
+	TypedStitchedP95 float64       `json:"typed_stitched_p95_ms"`
+	TypedStitchedHit float64       `json:"typed_stitched_prefetch_hit_rate"`
+	PassageKVBytes   int64         `json:"passage_kv_bytes"` // what the store holds, warm prefix included
 	PassageKVEntries int           `json:"passage_kv_entries"`
 	Fidelity         *app.Fidelity `json:"fidelity,omitempty"`
 }
