@@ -158,7 +158,7 @@ func (a *App) MeasureFidelity(ctx context.Context, req FidelityRequest) (Fidelit
 	for i := range rows {
 		r := &rows[i]
 		r.Repair, r.Label = req.Repairs[i], repairLabel(req.Repairs[i])
-		r.Agreement, r.Prefix, r.FirstTop1 = round(r.Agreement/n*1000)/1000, round(r.Prefix/n*1000)/1000, round(r.FirstTop1/n*1000)/1000
+		r.Agreement, r.Prefix, r.FirstTop1 = round(r.Agreement/n), round(r.Prefix/n), round(r.FirstTop1/n)
 		r.KL, r.StitchedTokens = math.Round(r.KL/n*1e4)/1e4, round(r.StitchedTokens/n)
 		slices.Sort(prefills[i])
 		r.PrefillMs = round(prefills[i][len(prefills[i])/2])

@@ -64,9 +64,9 @@ func benchStitched(ctx context.Context, a *app.App, qs []string, repair int, fid
 		if tr.UncachedPassages == 0 && tr.Stitch == "on" {
 			all++
 		}
-		logf("stitched %2d/%d: ttft %6.0f ms, %d prompt tokens: %d stitched (%d passages, %d repaired), %d cached, %d read; stitch %.1f ms %s",
-			i+1, len(qs), tr.Stages[app.StageTTFT], tr.PromptTokens, tr.StitchedTokens, tr.StitchedPassages, tr.RepairedTokens,
-			tr.CachedTokens, tr.EvalTokens, tr.Stages[app.StageStitch], tr.StitchNote)
+		logf("stitched %2d/%d: ttft %6.0f ms (retrieval %.0f, prefill %.0f of which stitch %.1f), %d prompt tokens: %d stitched (%d passages, %d repaired), %d cached, %d read %s",
+			i+1, len(qs), tr.Stages[app.StageTTFT], tr.Stages[app.StageRetrieval], tr.Stages[app.StagePrefill], tr.Stages[app.StageStitch],
+			tr.PromptTokens, tr.StitchedTokens, tr.StitchedPassages, tr.RepairedTokens, tr.CachedTokens, tr.EvalTokens, tr.StitchNote)
 	}
 	rep.StitchedP50, rep.StitchedP95 = pctOf(sorted(ttft), 0.5), pctOf(sorted(ttft), 0.95)
 	rep.StitchedShare, rep.StitchedEvalP50 = round2(pctOf(sorted(share), 0.5)), pctOf(sorted(eval), 0.5)

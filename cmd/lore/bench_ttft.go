@@ -61,7 +61,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	maxTokens := fs.Int("max-tokens", 8, "tokens generated per answer")
 	contextTokens := fs.Int("context-tokens", 0, "passage token budget (0: auto, about a second of prefill)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	stitched := fs.Bool("stitched", true, "also ask the questions with saved passage KV stitched in (the stitched scenario)")
+	only := fs.String("only", "cold,typed,followup,stitched,restart", "scenarios to run, comma-separated")
 	repair := fs.Int("repair", app.DefaultPassageRepair, "tokens of each stitched passage read again")
 	fidelity := fs.Bool("fidelity", false, "compare stitched prompts with full reading (k = 0, 4, 16, 32, all)")
 	chatURL := fs.String("chat-url", "", "OpenAI-compatible server `URL` that answers (the local model stays as its fallback); key: $LORE_API_KEY")
@@ -69,6 +69,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
+	want := func(scenario string) bool { return slices.Contains(strings.Split(*only, ","), scenario) }
 	chat, embed, lib, err := bench.Demo(*dir, *shape, os.Stderr)
 	if err != nil {
 		return err
@@ -124,6 +125,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 
 	var cold, prompts, coldEval []float64
 	for i, q := range qs[:*n] {
+		if !want("cold") {
+			break
+		}
 		tr, err := askOne(q.Query, 0)
 		if err != nil {
 			return err
@@ -160,9 +164,13 @@ func benchTTFT(ctx context.Context, args []string) error {
 		}
 		return ttft, eval, hits, misses, nil
 	}
-	typed, typedEval, hits, misses, err := typedRun("typed", qs[:*n])
-	if err != nil {
-		return err
+	var typed, typedEval []float64
+	var hits int
+	var misses []string
+	if want("typed") {
+		if typed, typedEval, hits, misses, err = typedRun("typed", qs[:*n]); err != nil {
+			return err
+		}
 	}
 	rep.PrefetchMisses = misses
 	rep.PrefetchHit = round2(float64(hits) / float64(max(*n, 1)))
@@ -170,6 +178,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 	// Follow-ups: a second question about the same document, in the same chat.
 	var follow, reuse, evalRatio, fresh []float64
 	for i, pair := range sameDocPairs(qs, *n) {
+		if !want("followup") {
+			break
+		}
 		first, err := askOne(pair[0], 0)
 		if err != nil {
 			return err
@@ -186,7 +197,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 			next.Stages[app.StageTTFT], next.CachedTokens, first.PromptTokens, next.EvalTokens)
 	}
 
-	if *stitched || *fidelity {
+	if want("stitched") || *fidelity {
 		var texts []string
 		for _, q := range qs[:*n] {
 			texts = append(texts, q.Query)
@@ -204,7 +215,18 @@ func benchTTFT(ctx context.Context, args []string) error {
 		}
 	}
 
+	rep.ColdP50, rep.ColdP95 = pctOf(sorted(cold), 0.5), pctOf(sorted(cold), 0.95)
+	rep.TypedP50, rep.TypedP95 = pctOf(sorted(typed), 0.5), pctOf(sorted(typed), 0.95)
+	rep.PromptP50 = pctOf(sorted(prompts), 0.5)
+	rep.ColdEvalP50, rep.TypedEvalP50 = pctOf(sorted(coldEval), 0.5), pctOf(sorted(typedEval), 0.5)
+	rep.FollowupP50, rep.FollowupP95 = pctOf(sorted(follow), 0.5), pctOf(sorted(follow), 0.95)
+	rep.FollowupReuse, rep.FollowupReeval = round2(pctOf(sorted(reuse), 0.5)), round2(pctOf(sorted(evalRatio), 0.5))
+	rep.FollowupNew = pctOf(sorted(fresh), 0.5)
+
 	// Restart: a new app on the same data folder restores the system prefix.
+	if !want("restart") {
+		return rep.print(*asJSON, *cps)
+	}
 	a.Close()
 	start := time.Now()
 	if a, err = open(); err != nil {
@@ -221,20 +243,16 @@ func benchTTFT(ctx context.Context, args []string) error {
 		return err
 	}
 	rep.RestartFirstTTFT = tr.Stages[app.StageTTFT]
+	return rep.print(*asJSON, *cps)
+}
 
-	rep.ColdP50, rep.ColdP95 = pctOf(sorted(cold), 0.5), pctOf(sorted(cold), 0.95)
-	rep.TypedP50, rep.TypedP95 = pctOf(sorted(typed), 0.5), pctOf(sorted(typed), 0.95)
-	rep.PromptP50 = pctOf(sorted(prompts), 0.5)
-	rep.ColdEvalP50, rep.TypedEvalP50 = pctOf(sorted(coldEval), 0.5), pctOf(sorted(typedEval), 0.5)
-	rep.FollowupP50, rep.FollowupP95 = pctOf(sorted(follow), 0.5), pctOf(sorted(follow), 0.95)
-	rep.FollowupReuse, rep.FollowupReeval = round2(pctOf(sorted(reuse), 0.5)), round2(pctOf(sorted(evalRatio), 0.5))
-	rep.FollowupNew = pctOf(sorted(fresh), 0.5)
-	if *asJSON {
+func (rep *ttftReport) print(asJSON bool, cps float64) error {
+	if asJSON {
 		return printJSON(rep)
 	}
-	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median)\n", rep.Model, *n, int(rep.PromptP50))
+	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median)\n", rep.Model, rep.Questions, int(rep.PromptP50))
 	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median)\n", rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50))
-	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%% at %.0f chars/s)\n", rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, *cps)
+	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%% at %.0f chars/s)\n", rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, cps)
 	fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (reuses %.0f%% of the previous prompt, evaluates %.0f%% of it again; %d new tokens, median)\n",
 		rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupReeval, int(rep.FollowupNew))
 	fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms\n",
