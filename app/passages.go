@@ -86,17 +86,21 @@ func (x *ask) noteStitch(st engine.Stats) {
 }
 
 // queuePassages queues this prompt's passages to have their KV saved, when
-// the setting is on and the chat model can.
-func (x *ask) queuePassages() {
+// the setting is on, the chat model can and its fidelity allows stitching;
+// it reports whether it did.
+func (x *ask) queuePassages() bool {
 	if !x.s.PassageKV || x.parts == nil || x.m.chat == nil {
-		return
+		return false
 	}
 	if _, ok := x.m.chat.(passageCacher); !ok {
-		return
+		return false
+	}
+	if why, _ := x.a.fidelityRefuses(x.ctx, x.m.chat.ID(), x.s.PassageRepair); why != "" {
+		return false
 	}
 	prefix, err := passagePrefix(x.m.chat.Template())
 	if err != nil {
-		return
+		return false
 	}
 	var jobs []passageJob
 	for _, p := range x.parts {
@@ -105,6 +109,7 @@ func (x *ask) queuePassages() {
 		}
 	}
 	x.a.passages.add(x.a, jobs)
+	return true
 }
 
 func (q *passageQueue) add(a *App, jobs []passageJob) {

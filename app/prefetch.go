@@ -119,7 +119,13 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		let()
 		return PrefetchResult{}, err
 	}
-	x.queuePassages() // saved passage KV outlives this draft's exact wording
+	if x.queuePassages() {
+		// Saved passages serve whatever set the question ends with; a whole
+		// draft prompt only that exact set, so the model's background time
+		// goes to the passages.
+		let()
+		return PrefetchResult{Passages: len(x.passages), Reason: "passages queued for saved KV"}, nil
+	}
 	i := strings.LastIndex(x.prompt, questionMark+" "+draft)
 	if i < 0 {
 		let()
