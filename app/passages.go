@@ -1,9 +1,11 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,7 @@ type passageQueue struct {
 
 type passageJob struct {
 	model, prefix, text string
+	rank                int // in the retrieval that queued it
 }
 
 // maxPassageJobs bounds the queue; older jobs are dropped first.
@@ -102,12 +105,26 @@ func (x *ask) queuePassages() bool {
 	if err != nil {
 		return false
 	}
-	var jobs []passageJob
-	for _, p := range x.parts {
-		if p.Passage {
-			jobs = append(jobs, passageJob{model: x.m.chat.ID(), prefix: prefix, text: p.Text})
-		}
+	// Best ranked last: the queue takes the newest job first, and a draft's
+	// best passages are the likeliest to stay in the final question's set.
+	rank := map[int64]int{}
+	for i, p := range x.res.Passages {
+		rank[p.ChunkID] = i
 	}
+	var jobs []passageJob
+	n := 0
+	for _, p := range x.parts {
+		if !p.Passage {
+			continue
+		}
+		r, ok := rank[x.passages[n].ChunkID]
+		if !ok {
+			r = len(rank) // an earlier turn's: its KV is in the conversation's prefix
+		}
+		jobs = append(jobs, passageJob{model: x.m.chat.ID(), prefix: prefix, text: p.Text, rank: r})
+		n++
+	}
+	slices.SortStableFunc(jobs, func(a, b passageJob) int { return cmp.Compare(b.rank, a.rank) })
 	x.a.passages.add(x.a, jobs)
 	return true
 }

@@ -128,6 +128,43 @@ func TestMeasure(t *testing.T) {
 		}
 	})
 
+	t.Run("stitch", func(t *testing.T) {
+		// Five saved passages stitched into a prompt, against the same
+		// prompt read in full.
+		store, err := kv.Open(kv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm := open(engine.Options{KV: store})
+		parts, prefix := stitchPrompt(t, sm, bodies(5), question)
+		for _, p := range parts {
+			if p.Passage {
+				if _, err := sm.CachePassage(ctx, prefix, p.Text); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		gen := func(s *engine.Stitch) engine.Stats {
+			sm.ClearSeq(ctx, engine.SeqAnswer)
+			st, err := sm.Generate(ctx, engine.GenerateRequest{Parts: parts, Stitch: s, MaxTokens: 1}, func(string) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		for _, k := range []int{0, 4, 16} {
+			var stitched, full []float64
+			var st engine.Stats
+			for range runs {
+				st = gen(&engine.Stitch{Prefix: prefix, Repair: k})
+				stitched = append(stitched, st.PrefillMs)
+				full = append(full, gen(nil).PrefillMs)
+			}
+			t.Logf("k=%d: %d-token prompt, %d stitched, %d read: prefill %s ms (stitch %.1f ms); read in full %s ms",
+				k, st.PromptTokens, st.StitchedTokens, st.EvalTokens, med(stitched), st.StitchMs, med(full))
+		}
+	})
+
 	t.Run("prefill", func(t *testing.T) {
 		// One sequence vs three (unified cache), 512-token batches vs
 		// micro-batches, and three sequences with the other two holding

@@ -42,11 +42,6 @@ const (
 	SeqScratch = 2
 )
 
-// stitchSeqs are the sequences after SeqScratch that stitching borrows to
-// place up to stitchSeqs+1 passages with one decode (see the runner's
-// stitchBatched); they are empty between calls, so they cost no KV cells.
-const stitchSeqs = 8
-
 // State is one sequence's saved KV: the tokens it holds and llama.cpp's
 // bytes for them.
 type State = kv.Entry
@@ -74,9 +69,9 @@ type Options struct {
 	// for this CPU, see engine/cpu).
 	Runner string
 
-	// Seqs is the number of sequences in the context (default for chat
-	// models: SeqAnswer, SeqSpeculative, SeqScratch and 8 that passage
-	// stitching borrows; 1 for embedding models). With more than one the KV cache is unified: all sequences
+	// Seqs is the number of sequences in the context (default 3 for chat
+	// models: SeqAnswer, SeqSpeculative, SeqScratch; 1 for embedding
+	// models). With more than one the KV cache is unified: all sequences
 	// share KVCells cells, so any one can hold a full NumCtx prompt, and a
 	// prefix copied between sequences shares its cells instead of being
 	// duplicated. When a prompt finds the cache full, sequences other than
@@ -153,7 +148,7 @@ func Open(opt Options) (*Model, error) {
 	if opt.Seqs <= 0 {
 		opt.Seqs = 1
 		if gi.PoolingType <= gguf.PoolingNone {
-			opt.Seqs = SeqScratch + 1 + stitchSeqs
+			opt.Seqs = SeqScratch + 1
 		}
 	}
 	if opt.MicroBatch <= 0 {

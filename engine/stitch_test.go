@@ -55,23 +55,14 @@ func bodies(n int) []string {
 	return out
 }
 
-// TestStitchedPassages runs with the default sequences, where the text
-// between passages is evaluated in one decode, and with only the three
-// fixed ones, where passages are placed one by one.
 func TestStitchedPassages(t *testing.T) {
-	for _, seqs := range []int{0, 3} {
-		t.Run(fmt.Sprintf("seqs=%d", seqs), func(t *testing.T) { testStitched(t, seqs) })
-	}
-}
-
-func testStitched(t *testing.T, seqs int) {
 	chat, _ := models(t)
 	ctx := context.Background()
 	store, err := kv.Open(kv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := openWith(t, engine.Options{Path: chat, KV: store, Seqs: seqs})
+	m := openWith(t, engine.Options{Path: chat, KV: store})
 	parts, prefix := stitchPrompt(t, m, bodies(3), question)
 	ask := func(s *engine.Stitch, parts []engine.Part) (string, engine.Stats) {
 		t.Helper()
@@ -117,7 +108,7 @@ func testStitched(t *testing.T, seqs int) {
 		if k == 0 {
 			whole = st.StitchedTokens
 		}
-		if got == "" || st.StitchedPassages != 3 || st.StitchedTokens != whole-3*k || st.RepairedTokens != 3*k || st.StitchBatched != (seqs == 0) ||
+		if got == "" || st.StitchedPassages != 3 || st.StitchedTokens != whole-3*k || st.RepairedTokens != 3*k ||
 			st.EvalTokens != st.PromptTokens-st.CachedTokens-st.StitchedTokens || st.EvalTokens > st.PromptTokens/4 ||
 			st.StitchSkipped != "" {
 			t.Errorf("k=%d: %q %+v", k, got, st)

@@ -274,17 +274,16 @@ func (s *server) evict(keep ...int) bool {
 	return false
 }
 
-// decode runs llama_decode, evicting sequences other than keep while the
-// cache is full. A decode aborted by a cancel (abortFlag) returns
-// errCancelled; the binding reports that, llama_decode's 2, like a full
-// cache.
-func (s *server) decode(st *wire.Stats, keep ...int) error {
+// decode runs llama_decode, evicting other sequences while the cache is
+// full. A decode aborted by a cancel (abortFlag) returns errCancelled; the
+// binding reports that, llama_decode's 2, like a full cache.
+func (s *server) decode(seq int, st *wire.Stats) error {
 	for {
 		err := s.lctx.Decode(s.batch)
 		if err != nil && s.isCancelled() {
 			return errCancelled
 		}
-		if !errors.Is(err, llama.ErrKvCacheFull) || !s.evict(keep...) {
+		if !errors.Is(err, llama.ErrKvCacheFull) || !s.evict(seq) {
 			return err
 		}
 		st.Evicted++
@@ -386,15 +385,6 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 		st.LlamaMs = st.PrefillMs - st.StitchMs
 	}()
 	i := n
-	if len(spans) > 1 {
-		ok, err := s.stitchBatched(seq, toks, n, spans, st)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			i, spans = spans[len(spans)-1].to, nil
-		}
-	}
 	for _, sp := range spans {
 		if err := s.eval(seq, toks, i, sp.from, false, step, st); err != nil {
 			return nil, err
@@ -425,7 +415,7 @@ func (s *server) eval(seq int, toks []int, from, to int, logits bool, step int, 
 		for j := i; j < end; j++ {
 			s.batch.Add(toks[j], nil, j, logits && j == to-1, seq)
 		}
-		if err := s.decode(st, seq); err != nil {
+		if err := s.decode(seq, st); err != nil {
 			st.EvalTokens = len(s.seqs[seq]) - st.CachedTokens - st.StitchedTokens
 			if errors.Is(err, errCancelled) {
 				return err
@@ -589,7 +579,7 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		}
 		s.batch.Clear()
 		s.batch.Add(tok, nil, pos, true, seq)
-		if err := s.decode(&st, seq); errors.Is(err, errCancelled) {
+		if err := s.decode(seq, &st); errors.Is(err, errCancelled) {
 			st.StopReason = "cancel"
 			break
 		} else if err != nil {

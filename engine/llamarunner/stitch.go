@@ -95,28 +95,14 @@ func (s *server) place(seq int, toks []int, sp span, st *wire.Stats) bool {
 	t := time.Now()
 	defer func() { st.StitchMs += ms(time.Since(t)) }()
 	sc := len(s.seqs) - 1
-	if err := s.loadPassage(sc, sp, st, seq); err != nil {
+	fail := func(err error) bool {
 		s.clearSeq(sc)
 		fmt.Fprintf(os.Stderr, "runner: stitch: %v; evaluating the passage instead\n", err)
 		return false
 	}
-	s.lctx.KvCacheSeqRm(sc, sp.start, sp.from) // read in place, or cached already
-	s.lctx.KvCacheSeqCp(sc, seq, sp.from, sp.to)
-	s.clearSeq(sc)
-	s.seqs[seq] = append(s.seqs[seq], toks[sp.from:sp.to]...)
-	st.StitchedPassages++
-	st.StitchedTokens += sp.to - sp.from
-	st.RepairedTokens += sp.repaired
-	return true
-}
-
-// loadPassage replaces sequence sc with sp's saved passage, moved to its place in
-// the prompt (positions sp.start..sp.to-1, opening included). Sequences in
-// keep are never evicted to make room.
-func (s *server) loadPassage(sc int, sp span, st *wire.Stats, keep ...int) error {
 	data, err := os.ReadFile(sp.path)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	s.clearSeq(sc)
 	for {
@@ -124,121 +110,27 @@ func (s *server) loadPassage(sc int, sp span, st *wire.Stats, keep ...int) error
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errStateRejected) || !s.evict(append(keep, sc)...) {
-			return err
+		if !errors.Is(err, errStateRejected) || !s.evict(sc, seq) {
+			return fail(err)
 		}
 		st.Evicted++
 	}
 	n := sp.to - sp.start
 	if lo, hi := seqPosRange(s.lctx, sc); lo != sp.pos || hi != sp.pos+n-1 {
-		return fmt.Errorf("the state holds positions %d..%d, not %d..%d", lo, hi, sp.pos, sp.pos+n-1)
+		return fail(fmt.Errorf("the state holds positions %d..%d, not %d..%d", lo, hi, sp.pos, sp.pos+n-1))
 	}
-	s.lctx.KvCacheSeqAdd(sc, sp.pos, sp.pos+n, sp.start-sp.pos)
-	return nil
-}
-
-// stitchBatched places every span and evaluates the text between them (the
-// sources' numbers, the repaired openings) in one decode instead of one per
-// passage: each such stretch is evaluated in a temporary sequence that
-// holds what comes before it in the prompt, so that all of them can share a
-// batch (llama.cpp lets a sequence grow only by consecutive positions). A
-// stretch then sees the earlier passages' saved openings rather than their
-// repaired ones. It reports false, with seq untouched, when there are too
-// few free sequences or the stretches exceed a batch; the caller then
-// places the passages one by one.
-func (s *server) stitchBatched(seq int, toks []int, n int, spans []span, st *wire.Stats) (bool, error) {
-	sc := len(s.seqs) - 1
-	var tmp []int // tmp[i-1] holds passages 0..i-1 and evaluates the stretch before passage i
-	for v := 2; v < sc && len(tmp) < len(spans)-1; v++ {
-		if v != seq && len(s.seqs[v]) == 0 {
-			tmp = append(tmp, v)
-		}
+	k := sp.from - sp.start
+	if k > 0 {
+		s.lctx.KvCacheSeqRm(sc, sp.pos, sp.pos+k) // read in place, or cached already
 	}
-	stretch := func(i int) (int, int) { // the text before passage i
-		if i == 0 {
-			return n, spans[0].from
-		}
-		return spans[i-1].to, spans[i].from
-	}
-	total := 0
-	for i := range spans {
-		a, b := stretch(i)
-		total += b - a
-	}
-	if len(tmp) < len(spans)-1 || total > s.p.Batch {
-		return false, nil
-	}
-	t := time.Now()
-	keep := append([]int{seq, sc}, tmp...)
-	drop := func() {
-		for _, v := range append(tmp, sc) {
-			s.clearSeq(v)
-		}
-	}
-	holder := func(i int) int { // the sequence holding passage i
-		if i == len(spans)-1 {
-			return sc
-		}
-		return tmp[i]
-	}
-	for i, sp := range spans {
-		h := holder(i)
-		if err := s.loadPassage(h, sp, st, keep...); err != nil {
-			drop()
-			fmt.Fprintf(os.Stderr, "runner: stitch: %v; placing the passages one by one\n", err)
-			return false, nil
-		}
-		if n > sp.start {
-			s.lctx.KvCacheSeqRm(h, sp.start, n) // seq holds those cells, exact
-		}
-		if i < len(spans)-1 {
-			// The next stretch sees the prompt's start and passages 0..i.
-			s.lctx.KvCacheSeqCp(seq, h, 0, n)
-			for j := range i {
-				s.lctx.KvCacheSeqCp(holder(j), h, max(spans[j].start, n), spans[j].to)
-			}
-		}
-	}
-	st.StitchMs += ms(time.Since(t))
-
-	s.batch.Clear()
-	for i := range spans {
-		a, b := stretch(i)
-		v := seq
-		if i > 0 {
-			v = tmp[i-1]
-		}
-		for j := a; j < b; j++ {
-			s.batch.Add(toks[j], nil, j, false, v)
-		}
-	}
-	if s.batch.NumTokens() > 0 {
-		if err := s.decode(st, keep...); err != nil {
-			drop()
-			s.lctx.KvCacheSeqRm(seq, n, -1)
-			s.seqs[seq] = s.seqs[seq][:n]
-			if errors.Is(err, errCancelled) {
-				return false, err
-			}
-			return false, fmt.Errorf("prefill: %w", err)
-		}
-	}
-	t = time.Now()
-	for i, sp := range spans {
-		if i > 0 {
-			a, b := stretch(i)
-			s.lctx.KvCacheSeqCp(tmp[i-1], seq, a, b)
-		}
-		s.lctx.KvCacheSeqCp(holder(i), seq, sp.from, sp.to)
-		st.StitchedPassages++
-		st.StitchedTokens += sp.to - sp.from
-		st.RepairedTokens += sp.repaired
-	}
-	drop()
-	st.StitchBatched = true
-	s.seqs[seq] = append(s.seqs[seq][:n], toks[n:spans[len(spans)-1].to]...)
-	st.StitchMs += ms(time.Since(t))
-	return true, nil
+	s.lctx.KvCacheSeqAdd(sc, sp.pos+k, sp.pos+n, sp.start-sp.pos)
+	s.lctx.KvCacheSeqCp(sc, seq, sp.from, sp.to)
+	s.clearSeq(sc)
+	s.seqs[seq] = append(s.seqs[seq], toks[sp.from:sp.to]...)
+	st.StitchedPassages++
+	st.StitchedTokens += sp.to - sp.from
+	st.RepairedTokens += sp.repaired
+	return true
 }
 
 // passageKV evaluates Texts[0] after the prefix Text in sequence Seq and

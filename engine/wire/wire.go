@@ -173,9 +173,6 @@ type Stats struct {
 	RepairedTokens   int     `json:"repaired_tokens,omitempty"`
 	StitchMs         float64 `json:"stitch_ms,omitempty"`
 	StitchSkipped    string  `json:"stitch_skipped,omitempty"`
-	// StitchBatched: the text between stitched passages was evaluated in
-	// one decode (with borrowed sequences), not one per passage.
-	StitchBatched bool `json:"stitch_batched,omitempty"`
 	// UncachedPassages had no saved KV and were evaluated (parent).
 	UncachedPassages int `json:"uncached_passages,omitempty"`
 
