@@ -137,13 +137,17 @@ func TestMeasure(t *testing.T) {
 		}
 		sm := open(engine.Options{KV: store})
 		parts, prefix := stitchPrompt(t, sm, bodies(5), question)
+		var save []float64
 		for _, p := range parts {
 			if p.Passage {
-				if _, err := sm.CachePassage(ctx, prefix, p.Text); err != nil {
+				st, err := sm.CachePassage(ctx, prefix, p.Text)
+				if err != nil {
 					t.Fatal(err)
 				}
+				save = append(save, st.PrefillMs/float64(max(st.EvalTokens, 1))*1000)
 			}
 		}
+		t.Logf("saving a passage: %s ms per 1,000 tokens read (median of %d)", med(save), len(save))
 		gen := func(s *engine.Stitch) engine.Stats {
 			sm.ClearSeq(ctx, engine.SeqAnswer)
 			st, err := sm.Generate(ctx, engine.GenerateRequest{Parts: parts, Stitch: s, MaxTokens: 1}, func(string) error { return nil })

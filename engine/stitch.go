@@ -42,8 +42,10 @@ var ErrNoKV = errors.New("model has no KV store (Options.KV)")
 
 // CachePassage evaluates passage after prefix into the scratch sequence
 // and saves its KV (without the prefix's) in the model's store, for
-// Generates that stitch it. It runs at Background priority in
-// micro-batches and gives way to interactive calls (ErrPreempted). A
+// Generates that stitch it. It runs at Background priority and gives way
+// to interactive calls within about a millisecond (llama.cpp's abort
+// callback; ErrPreempted). Unlike a Prefetch it reads in whole batches: a
+// preempted passage is read again from its start anyway. A
 // passage already in the store costs a lookup (Stats.Restored is set).
 func (m *Model) CachePassage(ctx context.Context, prefix, passage string) (Stats, error) {
 	if m.opt.KV == nil {
@@ -80,7 +82,7 @@ func (m *Model) CachePassage(ctx context.Context, prefix, passage string) (Stats
 	defer os.Remove(f.Name())
 	var r wire.Reply
 	err = p.call(hold, wire.Request{Op: "passage_kv", Seq: SeqScratch, Text: prefix, Texts: []string{passage},
-		Path: f.Name(), Batch: m.opt.MicroBatch}, func(rep wire.Reply) error {
+		Path: f.Name()}, func(rep wire.Reply) error {
 		if rep.Stats != nil {
 			r = rep
 		}

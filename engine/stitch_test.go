@@ -2,9 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"lore/engine"
 	"lore/engine/kv"
@@ -148,5 +150,52 @@ func TestStitchedPassages(t *testing.T) {
 	_, _, st := generate(t, m, text.String(), 1)
 	if st.EvalTokens != 1 || st.CachedTokens != st.PromptTokens-1 {
 		t.Errorf("the stitched prompt asked again: %+v", st)
+	}
+}
+
+// TestCachePassagePreempted: saving a passage reads in whole batches, yet
+// a question arriving mid-way waits for little of it (llama.cpp's abort
+// callback); the preempted save leaves nothing behind and a later one
+// succeeds.
+func TestCachePassagePreempted(t *testing.T) {
+	path := bigModel(t)
+	ctx := context.Background()
+	store, err := kv.Open(kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := openWith(t, engine.Options{Path: path, NumCtx: 2048, KV: store})
+	_, prefix := stitchPrompt(t, m, nil, question)
+	long := " notes/long.md\n" + passages(30)
+	other := " notes/other.md\n" + passages(31)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	full, err := m.CachePassage(ctx, prefix, other) // for the time a whole save takes
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.CachePassage(ctx, prefix, long)
+		done <- err
+	}()
+	for !m.QueueStats().Busy {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(time.Duration(full.PrefillMs/8) * time.Millisecond)
+	_, _, st := generate(t, m, "a question about something else entirely", 2)
+	if err := <-done; !errors.Is(err, engine.ErrPreempted) {
+		t.Fatalf("save: %v, want ErrPreempted", err)
+	}
+	t.Logf("question waited %.1f ms; a whole save reads for %.0f ms", st.QueueMs, full.PrefillMs)
+	if st.QueueMs > full.PrefillMs/4 {
+		t.Errorf("question waited %.0f ms behind a save that reads for %.0f ms", st.QueueMs, full.PrefillMs)
+	}
+	if n, _ := m.SeqTokens(ctx); n[engine.SeqScratch] != 0 {
+		t.Errorf("the scratch sequence holds %d tokens after a preempted save", n[engine.SeqScratch])
+	}
+	if st, err := m.CachePassage(ctx, prefix, long); err != nil || st.Restored {
+		t.Fatalf("save again: %+v %v", st, err)
 	}
 }
