@@ -437,6 +437,8 @@ try {
     assert.ok(sys.cpu.variant && !sys.cpu.error, JSON.stringify(sys.cpu));
     const chat = sys.loaded.find((m) => m.role === 'chat');
     assert.ok(chat?.runner.weight_buffers?.length, `chat model has answered, so its runner reported buffers: ${JSON.stringify(sys.loaded)}`);
+    assert.equal(sys.local, true);
+    assert.equal(await tid('privacy').textContent(), 'On this machine');
     await tid('nav-models').click();
     await page.waitForFunction((v) => document.querySelector('[data-testid="runner-variant"]')?.textContent?.includes(`the ${v} build`), sys.cpu.variant);
     const line = await page.locator('[data-testid="loaded-model"][data-role="chat"]').textContent();

@@ -7,6 +7,7 @@ import type { Ctx } from './views/ctx';
 import { LatencyView } from './views/latency';
 import { LibraryView } from './views/library';
 import { ModelsView } from './views/models';
+import { PrivacyBadge } from './views/privacy';
 import { SettingsView } from './views/settings';
 
 type ViewName = 'chat' | 'library' | 'latency' | 'models' | 'settings';
@@ -40,6 +41,7 @@ export class App {
   private readonly latency: LatencyView;
   private readonly models: ModelsView;
   private readonly settings: SettingsView;
+  private readonly privacy = new PrivacyBadge();
   private readonly ctx: Ctx;
 
   constructor(readonly t: Transport) {
@@ -79,6 +81,7 @@ export class App {
         navBar,
         h('span', { class: 'grow' }),
         h('label', { class: 'inline' }, h('span', { class: 'muted small', text: 'Workspace' }), this.wsSelect),
+        this.privacy.el,
         h('span', { class: 'badge', testid: 'transport-kind', text: t.desktop ? 'desktop' : 'browser' }),
       ),
       this.banner,
@@ -88,6 +91,7 @@ export class App {
   }
 
   async start(): Promise<void> {
+    void this.t.system().then((s) => this.privacy.show(s), () => undefined);
     await this.loadWorkspaces(storedWorkspace());
   }
 

@@ -75,3 +75,22 @@ describe('recorded lore serve answers', () => {
     expect(d.problems.join('\n')).toMatch(/by_bucket\{\}\.p50: in the fixture, not in the server's answer/);
   });
 });
+
+describe('privacy badge', () => {
+  it('says the recorded local server keeps everything on this machine', async () => {
+    const { PrivacyBadge } = await import('../src/views/privacy');
+    const b = new PrivacyBadge();
+    b.show(fx['GET /api/system'] as { local: boolean; remote: [] });
+    expect(b.el.textContent).toBe('On this machine');
+    expect(b.el.classList.contains('leaves')).toBe(false);
+  });
+  it('names what leaves and for which host (app.DataLeaves: role, url, what)', async () => {
+    const { PrivacyBadge } = await import('../src/views/privacy');
+    const b = new PrivacyBadge();
+    const what = 'your questions, the chat so far and the passages retrieved from your library are sent to this server';
+    b.show({ local: false, remote: [{ role: 'chat', url: 'https://gpu.example:8443/v1', what }] });
+    expect(b.el.textContent).toBe('Leaves this machine: chat → gpu.example:8443');
+    expect(b.el.classList.contains('leaves')).toBe(true);
+    expect(b.el.title).toBe(`https://gpu.example:8443/v1: ${what}`);
+  });
+});

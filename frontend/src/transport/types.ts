@@ -238,6 +238,9 @@ export interface SystemInfo {
     error?: string;
   };
   loaded: Array<{ role: string; path: string; cpu_variant: string; runner: { system: string; weight_buffers: string[] | null } }>;
+  /** false when a role is served by a remote (OpenAI-compatible) server: remote says which, where, and what it receives. */
+  local?: boolean;
+  remote?: Array<{ role: string; url: string; what: string }>;
 }
 
 export interface Settings {
