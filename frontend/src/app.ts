@@ -91,7 +91,10 @@ export class App {
   }
 
   async start(): Promise<void> {
-    void this.t.system().then((s) => this.privacy.show(s), () => undefined);
+    // The badge keeps its default until the server answers; a failure leaves it (the views report errors).
+    void Promise.resolve()
+      .then(() => this.t.system())
+      .then((s) => this.privacy.show(s), () => undefined);
     await this.loadWorkspaces(storedWorkspace());
   }
 
