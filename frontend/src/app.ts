@@ -91,7 +91,7 @@ export class App {
   }
 
   async start(): Promise<void> {
-    // The badge keeps its default until the server answers; a failure leaves it (the views report errors).
+    // The badge stays hidden until the server answers (the views report a server that cannot be reached).
     void Promise.resolve()
       .then(() => this.t.system())
       .then((s) => this.privacy.show(s), () => undefined);

@@ -19,9 +19,11 @@ function hostOf(url: string): string {
 }
 
 export class PrivacyBadge {
-  readonly el = h('span', { class: 'badge privacy', testid: 'privacy', role: 'status', text: 'On this machine' });
+  // Hidden until the server says: "on this machine" is never claimed unconfirmed.
+  readonly el = h('span', { class: 'badge privacy', testid: 'privacy', role: 'status', hidden: true });
 
   show(sys: Pick<SystemInfo, 'local' | 'remote'>): void {
+    this.el.hidden = false;
     const remote = sys.local === false && !!sys.remote?.length;
     this.el.textContent = privacyText(sys);
     this.el.classList.toggle('leaves', remote);
