@@ -186,17 +186,11 @@ func splitParts(text string, passages []retrieve.Passage) []engine.Part {
 // system turn and a first user turn up to the first source's number. In a
 // first question the first passage stands exactly there.
 func passagePrefix(tmpl *engine.Template) (string, error) {
-	const mark = "\x00lore-passage\x00"
-	s, err := tmpl.Render([]engine.Message{{Role: "system", Content: systemPrompt},
-		{Role: "user", Content: sourcesHeading + sourceNumber(1) + mark}})
+	p, err := tmpl.Prefix(systemPrompt)
 	if err != nil {
 		return "", err
 	}
-	i := strings.Index(s, mark)
-	if i < 0 {
-		return "", fmt.Errorf("%s template dropped the user turn", tmpl.Name)
-	}
-	return s[:i], nil
+	return p + sourcesHeading + sourceNumber(1), nil
 }
 
 // sourcesHeading opens a turn's sources.
