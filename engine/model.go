@@ -425,7 +425,7 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 		if err != nil {
 			return st, fmt.Errorf("stitch: %w", err)
 		}
-		call.Segments, call.Repair = segs, max(req.Stitch.Repair, 0)
+		call.Segments, call.Repair, call.Scratch = segs, max(req.Stitch.Repair, 0), SeqScratch
 		st.UncachedPassages, stitchMs = misses, ms(time.Since(t))
 	}
 	sent = time.Now()

@@ -137,19 +137,38 @@ func TestStitchedPassages(t *testing.T) {
 		t.Errorf("edited passage: %+v", st)
 	}
 
-	// The stitched prompt is in the cache like an evaluated one: the same
-	// prompt again, unstitched, evaluates only its last token.
+	// A prompt that ends in a stitched passage still evaluates its last
+	// token, for the logits to sample from.
+	if got, st := ask(&engine.Stitch{Prefix: prefix}, parts[:len(parts)-1]); got == "" || st.StitchedPassages != 3 {
+		t.Errorf("ending in a passage: %q %+v", got, st)
+	}
+
+	// Stitched cells serve the same prompt stitched the same way again; a
+	// prompt asked exactly (or repaired differently) evaluates again from
+	// the first stitched cell (a repaired opening is exact), and answers as
+	// the cold run did.
 	var text strings.Builder
 	for _, p := range parts {
 		text.WriteString(p.Text)
 	}
-	if _, err := m.Generate(ctx, engine.GenerateRequest{Parts: parts, Stitch: &engine.Stitch{Prefix: prefix}, MaxTokens: 1},
-		func(string) error { return nil }); err != nil {
-		t.Fatal(err)
+	again := func(s *engine.Stitch) engine.Stats {
+		t.Helper()
+		st, err := m.Generate(ctx, engine.GenerateRequest{Parts: parts, Stitch: s, MaxTokens: 1}, func(string) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
 	}
-	_, _, st := generate(t, m, text.String(), 1)
-	if st.EvalTokens != 1 || st.CachedTokens != st.PromptTokens-1 {
-		t.Errorf("the stitched prompt asked again: %+v", st)
+	again(&engine.Stitch{Prefix: prefix})
+	if st := again(&engine.Stitch{Prefix: prefix}); st.EvalTokens != 1 || st.StitchedTokens != 0 {
+		t.Errorf("the stitched prompt again: %+v", st)
+	}
+	if st := again(&engine.Stitch{Prefix: prefix, Repair: 4}); st.CachedTokens != len(prefixTokens(t, m, prefix)) || st.StitchedPassages != 3 {
+		t.Errorf("the stitched prompt repaired differently: %+v", st)
+	}
+	got, _, st := generate(t, m, text.String(), 16)
+	if st.CachedTokens != len(prefixTokens(t, m, prefix))+4 || st.StitchedTokens != 0 || got != cold {
+		t.Errorf("the stitched prompt asked exactly: %q, want %q (%+v)", got, cold, st)
 	}
 }
 

@@ -61,7 +61,16 @@ type server struct {
 	// seqs holds, per sequence, the tokens whose KV sits in the context, in
 	// position order.
 	seqs [][]int
+	// stitched holds, per sequence, where its approximate cells begin (a
+	// stitched passage's, and every cell evaluated after one) and the
+	// repair they were made with; from is math.MaxInt while all are exact.
+	// Only a prompt stitched with the same repair reuses approximate cells.
+	stitched []stitchMark
 }
+
+type stitchMark struct{ from, repair int }
+
+var exact = stitchMark{from: math.MaxInt}
 
 func (s *server) read(r io.Reader, reqs chan<- received) {
 	defer close(reqs)
@@ -212,6 +221,7 @@ func (s *server) load(p *wire.LoadParams) error {
 	s.cmu.Unlock()
 	s.p, s.model, s.lctx, s.batch = *p, m, c, b
 	s.seqs = make([][]int, seqs)
+	s.stitched = slices.Repeat([]stitchMark{exact}, seqs)
 	fmt.Fprintf(os.Stderr, "runner: loaded %s in %.0f ms\n", p.Path, ms(time.Since(start)))
 	s.reply(wire.Reply{Done: true})
 	return nil
@@ -233,16 +243,27 @@ func (s *server) checkSeq(seq int) error {
 	return nil
 }
 
-// bestPrefix returns the sequence holding the longest prefix of toks, and
-// its length; seq wins ties, so a sequence prefers its own cache.
-func (s *server) bestPrefix(seq int, toks []int) (best, n int) {
-	best, n = seq, commonPrefix(s.seqs[seq], toks)
-	for i, held := range s.seqs {
-		if c := commonPrefix(held, toks); c > n {
+// bestPrefix returns the sequence holding the longest prefix of req's toks
+// that req may reuse, and its length; req.Seq wins ties, so a sequence
+// prefers its own cache.
+func (s *server) bestPrefix(req wire.Request, toks []int) (best, n int) {
+	best, n = req.Seq, s.reusable(req, req.Seq, toks)
+	for i := range s.seqs {
+		if c := s.reusable(req, i, toks); c > n {
 			best, n = i, c
 		}
 	}
 	return best, n
+}
+
+// reusable is how much of toks sequence seq holds for req: stitched cells
+// only serve a prompt stitched the same way, never one asked exactly.
+func (s *server) reusable(req wire.Request, seq int, toks []int) int {
+	c := commonPrefix(s.seqs[seq], toks)
+	if m := s.stitched[seq]; len(req.Segments) == 0 || req.Repair != m.repair {
+		c = min(c, m.from)
+	}
+	return c
 }
 
 // trimSeq keeps the first keep tokens of seq.
@@ -251,12 +272,16 @@ func (s *server) trimSeq(seq, keep int) {
 		s.clearSeq(seq)
 	} else if keep < len(s.seqs[seq]) {
 		s.seqs[seq] = s.seqs[seq][:keep]
+		if keep <= s.stitched[seq].from {
+			s.stitched[seq] = exact
+		}
 	}
 }
 
 func (s *server) clearSeq(seq int) {
 	s.lctx.KvCacheSeqRm(seq, 0, -1)
 	s.seqs[seq] = nil
+	s.stitched[seq] = exact
 }
 
 // evict clears one sequence other than those in keep to free KV cells, and
@@ -299,7 +324,7 @@ func (s *server) probe(req wire.Request) error {
 	if err := s.checkSeq(req.Seq); err != nil {
 		return err
 	}
-	best, n := s.bestPrefix(req.Seq, toks)
+	best, n := s.bestPrefix(req, toks)
 	st := wire.Stats{PromptTokens: len(toks), CachedTokens: n}
 	if best != req.Seq {
 		st.AdoptedSeq, st.AdoptedTokens = best, n
@@ -344,13 +369,16 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 			}
 		}
 	}
-	best, n := s.bestPrefix(seq, toks)
+	best, n := s.bestPrefix(req, toks)
 	if best != seq {
 		s.clearSeq(seq)
 		s.lctx.KvCacheSeqCp(best, seq, 0, n)
 		// A copy, never an alias: appending to one sequence's tokens must
 		// not write into another's.
 		s.seqs[seq] = slices.Clone(s.seqs[best][:n])
+		if s.stitched[best].from < n {
+			s.stitched[seq] = s.stitched[best]
+		}
 		st.AdoptedSeq, st.AdoptedTokens = best, n
 	}
 	if n == len(toks) && req.Op == "generate" {
@@ -362,6 +390,9 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 		n = 0
 	}
 	s.seqs[seq] = s.seqs[seq][:n]
+	if n <= s.stitched[seq].from {
+		s.stitched[seq] = exact
+	}
 	st.PromptTokens, st.CachedTokens = len(toks), n
 	st.AdoptedTokens = min(st.AdoptedTokens, n)
 	spans := s.stitchPlan(req, toks, n, st)
@@ -390,8 +421,9 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 			return nil, err
 		}
 		// A state llama.cpp refuses is evaluated instead.
-		if s.place(seq, toks, sp, st) {
+		if s.place(seq, req.Scratch, toks, sp, st) {
 			i = sp.to
+			s.stitched[seq] = stitchMark{from: min(sp.from, s.stitched[seq].from), repair: req.Repair}
 		}
 	}
 	if err := s.eval(seq, toks, i, len(toks), req.Op == "generate", step, st); err != nil {
@@ -435,6 +467,10 @@ func (s *server) stateSave(req wire.Request) error {
 	}
 	if len(s.seqs[req.Seq]) == 0 {
 		return fmt.Errorf("state_save: sequence %d is empty", req.Seq)
+	}
+	if s.stitched[req.Seq].from < len(s.seqs[req.Seq]) {
+		// A saved state is reused as exact; stitched cells are not.
+		return fmt.Errorf("state_save: sequence %d holds stitched passages", req.Seq)
 	}
 	t := time.Now()
 	data, err := stateGet(s.lctx, req.Seq)

@@ -23,12 +23,11 @@ import (
 // openings are evaluated, stitched passage tails copied in between.
 
 // span is a stretch of the prompt, toks[from:to], taken from a state file
-// whose passage starts at pos; start is where the passage starts in the
-// prompt, and repaired of the tokens before from are read in place (the
-// others were cached).
+// whose passage, toks[start:end], starts at pos; repaired of the tokens
+// before from are read in place (the others were cached).
 type span struct {
-	start, from, to, pos, repaired int
-	path                           string
+	start, end, from, to, pos, repaired int
+	path                                string
 }
 
 // stitchPlan returns the passages of req.Segments that can be placed from
@@ -43,7 +42,7 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 		st.StitchSkipped = why
 		return nil
 	}
-	if scratch := len(s.seqs) - 1; scratch == 0 || scratch == req.Seq {
+	if req.Scratch == req.Seq || s.checkSeq(req.Scratch) != nil {
 		return skip("no scratch sequence to load passages into")
 	}
 	if !s.lctx.KvCacheCanShift() {
@@ -75,11 +74,12 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 		// A cached prefix may end inside the passage (the last prompt
 		// shared its first tokens): those cells are exact, so only the
 		// rest is placed.
-		from := max(start+max(req.Repair, 0), n)
-		if from >= end {
+		// The prompt's last token is evaluated for the logits to sample from.
+		from, to := max(start+max(req.Repair, 0), n), min(end, len(toks)-1)
+		if from >= to {
 			continue
 		}
-		spans = append(spans, span{start: start, from: from, to: end, pos: g.Pos, path: g.Path,
+		spans = append(spans, span{start: start, end: end, from: from, to: to, pos: g.Pos, path: g.Path,
 			repaired: max(start+max(req.Repair, 0)-max(start, n), 0)})
 	}
 	if at != len(toks) {
@@ -89,12 +89,11 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 }
 
 // place copies a passage's saved KV into seq at sp's position (seq holds
-// exactly toks[:sp.from]). It reports false, leaving seq as it was, when
-// the state cannot be used.
-func (s *server) place(seq int, toks []int, sp span, st *wire.Stats) bool {
+// exactly toks[:sp.from]) by way of sequence sc. It reports false, leaving
+// seq as it was, when the state cannot be used.
+func (s *server) place(seq, sc int, toks []int, sp span, st *wire.Stats) bool {
 	t := time.Now()
 	defer func() { st.StitchMs += ms(time.Since(t)) }()
-	sc := len(s.seqs) - 1
 	fail := func(err error) bool {
 		s.clearSeq(sc)
 		fmt.Fprintf(os.Stderr, "runner: stitch: %v; evaluating the passage instead\n", err)
@@ -115,7 +114,7 @@ func (s *server) place(seq int, toks []int, sp span, st *wire.Stats) bool {
 		}
 		st.Evicted++
 	}
-	n := sp.to - sp.start
+	n := sp.end - sp.start
 	if lo, hi := seqPosRange(s.lctx, sc); lo != sp.pos || hi != sp.pos+n-1 {
 		return fail(fmt.Errorf("the state holds positions %d..%d, not %d..%d", lo, hi, sp.pos, sp.pos+n-1))
 	}

@@ -12,10 +12,11 @@
 //	            the longest prefix of Text held by any sequence); evaluates nothing
 //	prefill     Text, Seq, Batch → Stats. A cancel stops it between micro-batches
 //	            and keeps what was evaluated (StopReason "cancel").
-//	generate    Text, Seq, Sampling, MaxTokens, Stop[, Segments, Repair, Logits]
+//	generate    Text, Seq, Sampling, MaxTokens, Stop[, Segments, Repair, Scratch, Logits]
 //	            → Plan, Piece…, Stats. With Segments, passages whose KV was
-//	            saved by passage_kv are stitched in instead of evaluated (the
-//	            last sequence is the scratch space for it).
+//	            saved by passage_kv are stitched in instead of evaluated (by
+//	            way of sequence Scratch). Stitched cells are approximate: a
+//	            later prompt reuses them only when stitched with the same Repair.
 //	passage_kv  Text (the prefix), Texts[0] (the passage), Seq[, Path, Batch] →
 //	            Tokens (prefix and passage), Pos (where the passage starts),
 //	            State (or the bytes written to Path), Stats: the passage's KV
@@ -95,9 +96,11 @@ type Request struct {
 	// of each stitched passage's first tokens are evaluated again, in
 	// place (EPIC's repair: the passage's opening tokens attend to the
 	// real text before them). A passage of Repair tokens or fewer is
-	// evaluated in full.
+	// evaluated in full. Scratch is the sequence the states are loaded
+	// into on the way: whatever it held is cleared.
 	Segments []Segment `json:"segments,omitempty"`
 	Repair   int       `json:"repair,omitempty"`
+	Scratch  int       `json:"scratch,omitempty"`
 	// Logits asks a generate for the first sampled token's logits and the
 	// sampled tokens (Reply.Logits, Reply.Tokens).
 	Logits bool `json:"logits,omitempty"`
