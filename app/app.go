@@ -237,6 +237,7 @@ func (a *App) DataDir() string { return a.cfg.DataDir }
 // Close stops indexing and the models and closes the database.
 func (a *App) Close() error {
 	a.jobs.stop()
+	a.passages.stop()
 	a.mu.Lock()
 	if a.cur == nil {
 		a.mu.Unlock()

@@ -145,6 +145,9 @@ func (a *App) MeasureFidelity(ctx context.Context, req FidelityRequest) (Fidelit
 			if len(full.tokens) > 0 && len(r.tokens) > 0 && full.tokens[0] == r.tokens[0] {
 				row.FirstTop1++
 			}
+			if len(full.logits) == 0 || len(full.logits) != len(r.logits) {
+				return f, fmt.Errorf("fidelity: the model returned %d and %d logits", len(full.logits), len(r.logits))
+			}
 			row.KL += klDivergence(full.logits, r.logits)
 			row.StitchedTokens += float64(r.stitch)
 			prefills[i] = append(prefills[i], r.prefill)
@@ -203,11 +206,12 @@ func (a *App) fidelityRefuses(ctx context.Context, model string, k int) (refuse,
 }
 
 // agreement returns the share of the first n tokens of b equal to a's,
-// position by position, and the share before the first difference.
+// position by position, and the share before the first difference; past
+// the end of both (both stopped) counts as agreeing.
 func agreement(a, b []int, n int) (same, prefix float64) {
 	eq, pre := 0, 0
 	for i := range n {
-		ok := i < len(a) && i < len(b) && a[i] == b[i]
+		ok := i >= len(a) && i >= len(b) || i < len(a) && i < len(b) && a[i] == b[i]
 		if ok {
 			eq++
 			if pre == i {
@@ -219,11 +223,8 @@ func agreement(a, b []int, n int) (same, prefix float64) {
 }
 
 // klDivergence is KL(p‖q) in nats of the softmax distributions of two
-// logit vectors (0 when either is missing).
+// logit vectors of the same length.
 func klDivergence(p, q []float32) float64 {
-	if len(p) == 0 || len(p) != len(q) {
-		return 0
-	}
 	lp, lq := logSoftmax(p), logSoftmax(q)
 	kl := 0.0
 	for i := range lp {

@@ -34,15 +34,22 @@ type passageCacher interface {
 }
 
 // passageQueue is the background work of saving passages' KV: one at a
-// time, newest first (the passages of the draft being typed matter most),
-// each passage once per model.
+// time, newest first (the passages of the draft being typed matter most).
+// A passage already saved costs a store lookup when it is queued again, so
+// the queue remembers only the jobs pending: an evicted passage, or one of
+// a model switched away from and back to, is saved again.
 type passageQueue struct {
 	mu      sync.Mutex
 	todo    []passageJob
-	queued  map[string]bool // model and text of every job queued or done
+	pending map[string]bool // model and text of every job queued or being saved
 	running bool
 	saved   int // passages saved since start
 	failed  int
+
+	ctx    context.Context // the worker's, cancelled by stop
+	cancel context.CancelFunc
+	closed bool
+	wg     sync.WaitGroup
 }
 
 type passageJob struct {
@@ -129,41 +136,56 @@ func (x *ask) queuePassages() bool {
 	return true
 }
 
+func (j passageJob) key() string { return j.model + "\x00" + j.text }
+
 func (q *passageQueue) add(a *App, jobs []passageJob) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.queued == nil {
-		q.queued = map[string]bool{}
+	if q.closed {
+		return
+	}
+	if q.pending == nil {
+		q.pending = map[string]bool{}
+		q.ctx, q.cancel = context.WithCancel(context.Background())
 	}
 	for _, j := range jobs {
-		k := j.model + "\x00" + j.text
-		if q.queued[k] {
-			continue
+		if !q.pending[j.key()] {
+			q.pending[j.key()] = true
+			q.todo = append(q.todo, j)
 		}
-		if len(q.queued) > 16*maxPassageJobs {
-			clear(q.queued) // forgetting costs a store lookup, not a prefill
-		}
-		q.queued[k] = true
-		q.todo = append(q.todo, j)
 	}
 	if len(q.todo) > maxPassageJobs {
 		for _, j := range q.todo[:len(q.todo)-maxPassageJobs] {
-			delete(q.queued, j.model+"\x00"+j.text)
+			delete(q.pending, j.key())
 		}
 		q.todo = q.todo[len(q.todo)-maxPassageJobs:]
 	}
 	if !q.running && len(q.todo) > 0 {
 		q.running = true
+		q.wg.Add(1)
 		go q.run(a)
 	}
 }
 
-// run saves queued passages until the queue is empty or the app closes.
-// A job preempted by a question is tried again after it.
+// stop drops the queued jobs, cancels the one being saved and waits for
+// the worker: after it no passage is saved, and add does nothing.
+func (q *passageQueue) stop() {
+	q.mu.Lock()
+	q.closed, q.todo = true, nil
+	if q.cancel != nil {
+		q.cancel()
+	}
+	q.mu.Unlock()
+	q.wg.Wait()
+}
+
+// run saves queued passages until the queue is empty or stopped. A job
+// preempted by a question is tried again after it.
 func (q *passageQueue) run(a *App) {
+	defer q.wg.Done()
 	for {
 		q.mu.Lock()
-		if len(q.todo) == 0 {
+		if len(q.todo) == 0 || q.ctx.Err() != nil {
 			q.running = false
 			q.mu.Unlock()
 			return
@@ -172,27 +194,31 @@ func (q *passageQueue) run(a *App) {
 		q.todo = q.todo[:len(q.todo)-1]
 		q.mu.Unlock()
 
-		m, let, open := a.holdOpen()
-		if !open {
-			q.mu.Lock()
-			q.todo, q.running = nil, false
-			q.mu.Unlock()
-			return
-		}
-		pc, ok := m.chat.(passageCacher)
-		if !ok || m.chat.ID() != j.model {
+		var st engine.Stats
+		var err error
+		if m, let, open := a.holdOpen(); !open {
+			err = engine.ErrClosed
+		} else if pc, ok := m.chat.(passageCacher); ok && m.chat.ID() == j.model {
+			st, err = pc.CachePassage(q.ctx, j.prefix, j.text)
+			let()
+		} else {
 			let() // the model changed: its passages are the new model's to save
-			continue
+			err = engine.ErrClosed
 		}
-		_, err := pc.CachePassage(context.Background(), j.prefix, j.text)
-		let()
 		q.mu.Lock()
+		if !errors.Is(err, engine.ErrPreempted) || q.ctx.Err() != nil {
+			delete(q.pending, j.key())
+		}
 		switch {
 		case err == nil:
-			q.saved++
+			if !st.Restored { // not saved before
+				q.saved++
+			}
 		case errors.Is(err, engine.ErrPreempted):
-			q.todo = append(q.todo, j)
-		case errors.Is(err, engine.ErrClosed):
+			if q.ctx.Err() == nil {
+				q.todo = append(q.todo, j)
+			}
+		case errors.Is(err, engine.ErrClosed), q.ctx.Err() != nil:
 			// the model was switched or the app is closing
 		default:
 			q.failed++

@@ -68,17 +68,27 @@ func TestFidelityGate(t *testing.T) {
 	if f.Prompts != 3 || all.Agreement != 1 || all.KL > 1e-6 || all.StitchedTokens != 0 || zero.StitchedTokens == 0 {
 		t.Fatalf("recompute all must be exact and k=0 must stitch: %+v", f)
 	}
+	if !all.Passes() || zero.KL <= 0 || len(zero.Label) == 0 {
+		t.Errorf("recompute all must pass, k=0 must differ: %+v", f.Rows)
+	}
 	s := a.Settings()
 	s.PassageKV, s.PassageRepair = true, 0
 	if err := a.SaveSettings(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	tr := ask(t, a, "when does the river market open", 0).trace
-	want := "on"
-	if !zero.Passes() {
-		want = "refused"
-	}
-	if tr.Stitch != want || (want == "refused" && (!strings.Contains(tr.StitchNote, "below the floor") || tr.StitchedPassages != 0)) {
-		t.Errorf("k=0 (passes: %v): stitch %q, note %q, %d stitched", zero.Passes(), tr.Stitch, tr.StitchNote, tr.StitchedPassages)
+	// Whatever this tiny model measured, the gate follows the stored rows.
+	for _, firstTop1 := range []float64{1, 0.5} {
+		g := f
+		g.Rows = []app.FidelityRow{zero}
+		g.Rows[0].FirstTop1, g.Rows[0].KL = firstTop1, 0.01
+		if err := a.PutFidelity(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{true: "on", false: "refused"}[g.Rows[0].Passes()]
+		tr := ask(t, a, "when does the river market open", 0).trace
+		if tr.Stitch != want || (want == "refused" && (!strings.Contains(tr.StitchNote, "below the floor") || tr.StitchedPassages != 0)) {
+			t.Errorf("k=0 with first-token agreement %.0f%%: stitch %q, note %q, %d stitched, want %s",
+				100*firstTop1, tr.Stitch, tr.StitchNote, tr.StitchedPassages, want)
+		}
 	}
 }

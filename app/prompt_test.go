@@ -90,3 +90,21 @@ func TestAssembleFollowUp(t *testing.T) {
 		t.Errorf("the new passage is not numbered after the earlier ones: %q", next.text)
 	}
 }
+
+func TestAgreement(t *testing.T) {
+	for _, c := range []struct {
+		a, b         []int
+		n            int
+		same, prefix float64
+	}{
+		{[]int{1, 2, 3, 4}, []int{1, 2, 3, 4}, 4, 1, 1},
+		{[]int{1, 2, 3, 4}, []int{1, 9, 3, 4}, 4, 0.75, 0.25},
+		{[]int{1, 2}, []int{1, 2}, 4, 1, 1},           // both stopped after two tokens
+		{[]int{1, 2}, []int{1, 2, 3, 4}, 4, 0.5, 0.5}, // one stopped early
+		{nil, []int{5}, 2, 0.5, 0},
+	} {
+		if same, prefix := agreement(c.a, c.b, c.n); same != c.same || prefix != c.prefix {
+			t.Errorf("agreement(%v, %v, %d) = %v, %v; want %v, %v", c.a, c.b, c.n, same, prefix, c.same, c.prefix)
+		}
+	}
+}
