@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"lore/index/retrieve"
+	"lore/store"
 )
 
 // EvalQuery is one labelled question: the documents (paths relative to
@@ -19,11 +24,15 @@ type EvalQuery struct {
 	Relevant []string `json:"relevant"`
 }
 
-// Quality is recall@5, recall@20 and mean reciprocal rank at document level.
+// Quality is document-level retrieval quality: recall at 1, 5 and 20,
+// mean reciprocal rank of the first relevant document, and nDCG@10 with
+// binary relevance.
 type Quality struct {
+	Recall1  float64 `json:"recall@1"`
 	Recall5  float64 `json:"recall@5"`
 	Recall20 float64 `json:"recall@20"`
 	MRR      float64 `json:"mrr"`
+	NDCG10   float64 `json:"ndcg@10"`
 }
 
 // EvalReport compares the retrievers on the same queries.
@@ -32,6 +41,25 @@ type EvalReport struct {
 	BM25    Quality `json:"bm25"`
 	Vector  Quality `json:"vector"`
 	Hybrid  Quality `json:"hybrid"`
+	// Baseline is the plain FTS5 retriever (store.Baseline), when asked for.
+	Baseline *Quality `json:"baseline_fts5,omitempty"`
+	// Ranks holds, per query, the rank of its first relevant document for
+	// each retriever (0: not found).
+	Ranks []QueryRanks `json:"ranks"`
+}
+
+// QueryRanks is where one query's first relevant document came.
+type QueryRanks struct {
+	Query    string `json:"query"`
+	BM25     int    `json:"bm25"`
+	Vector   int    `json:"vector"`
+	Hybrid   int    `json:"hybrid"`
+	Baseline int    `json:"baseline_fts5,omitempty"`
+}
+
+// EvalOptions is what EvalRetrieval compares besides Lore's retrievers.
+type EvalOptions struct {
+	Baseline bool // also the plain FTS5 baseline over the same files
 }
 
 // ReadEvalQueries reads JSON lines of EvalQuery.
@@ -56,17 +84,37 @@ func ReadEvalQueries(r io.Reader) ([]EvalQuery, error) {
 }
 
 // EvalRetrieval runs each query once with a wide candidate list and ranks
-// documents three ways: by BM25 rank, by vector rank, and fused.
-func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuery) (EvalReport, error) {
+// documents three ways: by BM25 rank, by vector rank, and fused; with
+// opt.Baseline, also by the plain FTS5 baseline built over the workspace's
+// files. A relevant path that is not in the workspace is an error: a typo
+// in a label would otherwise read as a retrieval miss.
+func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuery, opt EvalOptions) (EvalReport, error) {
 	rep := EvalReport{Queries: len(qs)}
 	ws, err := a.lookup(ctx, workspace)
 	if err != nil {
 		return rep, err
 	}
+	docs, err := a.workspaceDocs(ctx, ws.ID)
+	if err != nil {
+		return rep, err
+	}
+	for _, q := range qs {
+		for _, r := range q.Relevant {
+			if _, ok := docs[relKey(r)]; !ok {
+				return rep, fmt.Errorf("query %q: %s is not a document of workspace %q", q.Query, r, ws.Name)
+			}
+		}
+	}
+	var base *store.Baseline
+	if opt.Baseline {
+		if base, err = buildBaseline(ctx, docs); err != nil {
+			return rep, err
+		}
+		defer base.Close()
+	}
 	m, let := a.hold()
 	defer let()
-	var bm, vec, hyb []float64 // reciprocal ranks
-	var bm5, bm20, vec5, vec20, hyb5, hyb20 float64
+	var sums [4]Quality // bm25, vector, hybrid, baseline
 	for _, q := range qs {
 		res, err := m.retriever.Search(ctx, ws.ID, q.Query, retrieve.Options{TopK: 200, Candidates: 100, NoCache: true})
 		if err != nil {
@@ -74,7 +122,7 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 		}
 		rel := map[string]bool{}
 		for _, r := range q.Relevant {
-			rel[filepath.ToSlash(filepath.Clean(r))] = true
+			rel[relKey(r)] = true
 		}
 		rank := func(key func(retrieve.Passage) int) []string {
 			ps := append([]retrieve.Passage(nil), res.Passages...)
@@ -85,7 +133,7 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 				if key(p) == 1<<30 {
 					break
 				}
-				d := filepath.ToSlash(p.Rel)
+				d := relKey(p.Rel)
 				if !seen[d] {
 					seen[d] = true
 					docs = append(docs, d)
@@ -103,25 +151,102 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 		for i, p := range res.Passages {
 			order[p.ChunkID] = i + 1
 		}
-		for _, set := range []struct {
-			docs    []string
-			r5, r20 *float64
-			rr      *[]float64
-		}{
-			{rank(func(p retrieve.Passage) int { return orNone(p.Scores.BM25Rank) }), &bm5, &bm20, &bm},
-			{rank(func(p retrieve.Passage) int { return orNone(p.Scores.VectorRank) }), &vec5, &vec20, &vec},
-			{rank(func(p retrieve.Passage) int { return order[p.ChunkID] }), &hyb5, &hyb20, &hyb},
-		} {
-			*set.r5 += recallAt(set.docs, rel, 5)
-			*set.r20 += recallAt(set.docs, rel, 20)
-			*set.rr = append(*set.rr, reciprocalRank(set.docs, rel))
+		lists := [][]string{
+			rank(func(p retrieve.Passage) int { return orNone(p.Scores.BM25Rank) }),
+			rank(func(p retrieve.Passage) int { return orNone(p.Scores.VectorRank) }),
+			rank(func(p retrieve.Passage) int { return order[p.ChunkID] }),
 		}
+		if base != nil {
+			l, err := base.Search(ctx, q.Query, 200)
+			if err != nil {
+				return rep, err
+			}
+			lists = append(lists, l)
+		}
+		var first [4]int
+		for i, l := range lists {
+			qq := quality(l, rel)
+			s := &sums[i]
+			s.Recall1, s.Recall5, s.Recall20 = s.Recall1+qq.Recall1, s.Recall5+qq.Recall5, s.Recall20+qq.Recall20
+			s.MRR, s.NDCG10 = s.MRR+qq.MRR, s.NDCG10+qq.NDCG10
+			first[i] = firstRelevant(l, rel)
+		}
+		rep.Ranks = append(rep.Ranks, QueryRanks{Query: q.Query, BM25: first[0], Vector: first[1], Hybrid: first[2], Baseline: first[3]})
 	}
 	n := float64(max(len(qs), 1))
-	rep.BM25 = Quality{round(bm5 / n), round(bm20 / n), round(mean(bm))}
-	rep.Vector = Quality{round(vec5 / n), round(vec20 / n), round(mean(vec))}
-	rep.Hybrid = Quality{round(hyb5 / n), round(hyb20 / n), round(mean(hyb))}
+	avg := func(s Quality) Quality {
+		return Quality{round(s.Recall1 / n), round(s.Recall5 / n), round(s.Recall20 / n), round(s.MRR / n), round(s.NDCG10 / n)}
+	}
+	rep.BM25, rep.Vector, rep.Hybrid = avg(sums[0]), avg(sums[1]), avg(sums[2])
+	if base != nil {
+		b := avg(sums[3])
+		rep.Baseline = &b
+	}
 	return rep, nil
+}
+
+func relKey(p string) string { return filepath.ToSlash(filepath.Clean(p)) }
+
+// workspaceDocs returns the workspace's documents by path relative to
+// their folder.
+func (a *App) workspaceDocs(ctx context.Context, ws int64) (map[string]store.Document, error) {
+	folders, err := a.db.Folders(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]store.Document{}
+	for _, f := range folders {
+		ds, err := a.db.DocumentsByFolder(ctx, f.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			out[relKey(d.Rel)] = d
+		}
+	}
+	return out, nil
+}
+
+// buildBaseline indexes the documents' files as they are on disk.
+func buildBaseline(ctx context.Context, docs map[string]store.Document) (*store.Baseline, error) {
+	b, err := store.NewBaseline(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rels := slices.Sorted(maps.Keys(docs)) // ties break in the same order every run
+	for _, rel := range rels {
+		d := docs[rel]
+		text, err := os.ReadFile(d.Path)
+		if err == nil {
+			err = b.Add(ctx, rel, string(text))
+		}
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("baseline: %w", err)
+		}
+	}
+	return b, nil
+}
+
+// quality scores one ranked list of documents against the relevant set.
+func quality(docs []string, rel map[string]bool) Quality {
+	q := Quality{Recall1: recallAt(docs, rel, 1), Recall5: recallAt(docs, rel, 5), Recall20: recallAt(docs, rel, 20)}
+	if r := firstRelevant(docs, rel); r > 0 {
+		q.MRR = 1 / float64(r)
+	}
+	var dcg, ideal float64
+	for i := range min(10, len(docs)) {
+		if rel[docs[i]] {
+			dcg += 1 / math.Log2(float64(i+2))
+		}
+	}
+	for i := range min(10, len(rel)) {
+		ideal += 1 / math.Log2(float64(i+2))
+	}
+	if ideal > 0 {
+		q.NDCG10 = dcg / ideal
+	}
+	return q
 }
 
 func recallAt(docs []string, rel map[string]bool, k int) float64 {
@@ -137,22 +262,13 @@ func recallAt(docs []string, rel map[string]bool, k int) float64 {
 	return float64(hit) / float64(len(rel))
 }
 
-func reciprocalRank(docs []string, rel map[string]bool) float64 {
+// firstRelevant is the 1-based rank of the first relevant document, 0
+// when none is listed.
+func firstRelevant(docs []string, rel map[string]bool) int {
 	for i, d := range docs {
 		if rel[d] {
-			return 1 / float64(i+1)
+			return i + 1
 		}
 	}
 	return 0
-}
-
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -105,6 +106,24 @@ func TestAgreement(t *testing.T) {
 	} {
 		if same, prefix := agreement(c.a, c.b, c.n); same != c.same || prefix != c.prefix {
 			t.Errorf("agreement(%v, %v, %d) = %v, %v; want %v, %v", c.a, c.b, c.n, same, prefix, c.same, c.prefix)
+		}
+	}
+}
+
+func TestQuality(t *testing.T) {
+	rel := map[string]bool{"a": true, "b": true}
+	for _, c := range []struct {
+		docs []string
+		want Quality
+	}{
+		{[]string{"a", "b", "c"}, Quality{Recall1: 0.5, Recall5: 1, Recall20: 1, MRR: 1, NDCG10: 1}},
+		{[]string{"c", "a"}, Quality{Recall5: 0.5, Recall20: 0.5, MRR: 0.5, NDCG10: (1 / math.Log2(3)) / (1 + 1/math.Log2(3))}},
+		{[]string{"c", "d"}, Quality{}},
+		{nil, Quality{}},
+	} {
+		if got := quality(c.docs, rel); math.Abs(got.NDCG10-c.want.NDCG10) > 1e-9 || got.Recall1 != c.want.Recall1 ||
+			got.Recall5 != c.want.Recall5 || got.Recall20 != c.want.Recall20 || got.MRR != c.want.MRR {
+			t.Errorf("quality(%v) = %+v, want %+v", c.docs, got, c.want)
 		}
 	}
 }

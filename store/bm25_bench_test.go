@@ -160,9 +160,13 @@ func BenchmarkBM25Latency(t *testing.B) {
 			// half the chunks (a+b); "after" also scores other common words only where
 			// a rarer word is.
 			rankFirst := func(ctx context.Context, ws int64, words []string) ([]store.Hit, error) {
-				ids, _, err := store.RankFirst(db, ctx, ws, 50, store.MatchExpr(words))
+				rs, err := store.RankFirst(db, ctx, ws, 50, store.MatchExpr(words))
 				if err != nil {
 					return nil, err
+				}
+				var ids []int64
+				for _, r := range rs {
+					ids = append(ids, r.ChunkID)
 				}
 				return db.ChunkTexts(ctx, ids)
 			}

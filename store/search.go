@@ -54,8 +54,9 @@ func (db *DB) SearchBM25(ctx context.Context, ws int64, query string, limit int)
 
 // Ranked is a chunk placed by a search, without its text.
 type Ranked struct {
-	ChunkID int64
-	Score   float64 // -bm25: higher is better
+	ChunkID  int64
+	Document int64
+	Score    float64 // -bm25: higher is better
 }
 
 func chunkIDs(rs []Ranked) []int64 {
@@ -97,31 +98,26 @@ func (db *DB) RankBM25(ctx context.Context, ws int64, query string, limit int) (
 		limit = 20
 	}
 	p := db.plan(ctx, words, limit)
-	var ids []int64
-	var scores []float64
+	var out []Ranked
 	var err error
 	if len(p.common) > 0 {
 		rare, common := "("+matchExpr(p.rare)+")", "("+matchExpr(p.common)+")"
-		ids, scores, err = db.rankFirst(ctx, ws, limit, rare+" AND "+common, rare+" NOT "+common)
+		out, err = db.rankFirst(ctx, ws, limit, rare+" AND "+common, rare+" NOT "+common)
 		if err != nil {
 			return nil, fmt.Errorf("store: search: %w", err)
 		}
 		// Chunks with common words only score at most p.bound: the results stand if
 		// they fill the limit above it. (The margin covers statistics a concurrent
 		// write made stale.)
-		if len(ids) < limit || -scores[limit-1] <= p.bound*1.05 {
-			ids = nil
+		if len(out) < limit || out[limit-1].Score <= p.bound*1.05 {
+			out = nil
 		}
 	}
-	if ids == nil {
-		ids, scores, err = db.rankFirst(ctx, ws, limit, matchExpr(p.words))
+	if out == nil {
+		out, err = db.rankFirst(ctx, ws, limit, matchExpr(p.words))
 		if err != nil {
 			return nil, fmt.Errorf("store: search: %w", err)
 		}
-	}
-	out := make([]Ranked, len(ids))
-	for i, id := range ids {
-		out[i] = Ranked{ChunkID: id, Score: -scores[i]}
 	}
 	return out, nil
 }
@@ -251,14 +247,14 @@ var rankRounds = []int{2, 32}
 // few and only then looks up which workspace each belongs to. When fewer than limit of
 // those are the workspace's while more matches exist, it tries a deeper cut, then ranks
 // only the workspace's matches, which is exact but joins every match (the slow plan).
-func (db *DB) rankFirst(ctx context.Context, ws int64, limit int, exprs ...string) ([]int64, []float64, error) {
+func (db *DB) rankFirst(ctx context.Context, ws int64, limit int, exprs ...string) ([]Ranked, error) {
 	var ranked, mine []string
 	args := []any{sql.Named("ws", ws)}
 	for i, e := range exprs {
 		args = append(args, sql.Named(fmt.Sprintf("m%d", i), e))
 		ranked = append(ranked, fmt.Sprintf(`SELECT * FROM (SELECT rowid AS id, bm25(chunks_fts) AS score
 			FROM chunks_fts WHERE chunks_fts MATCH :m%d ORDER BY score, rowid LIMIT :k)`, i))
-		mine = append(mine, fmt.Sprintf(`SELECT chunks_fts.rowid AS id, bm25(chunks_fts) AS score
+		mine = append(mine, fmt.Sprintf(`SELECT chunks_fts.rowid AS id, bm25(chunks_fts) AS score, c.document_id, 1
 			FROM chunks_fts
 			JOIN chunks c ON c.id = chunks_fts.rowid
 			JOIN documents d ON d.id = c.document_id
@@ -270,56 +266,50 @@ func (db *DB) rankFirst(ctx context.Context, ws int64, limit int, exprs ...strin
 			k = m * limit
 		}
 		// LEFT JOINs so that every ranked row comes back and counts towards k.
-		rows, err := db.r.QueryContext(ctx, `SELECT t.id, t.score, ifnull(d.workspace_id = :ws, 0)
+		rows, err := db.r.QueryContext(ctx, `SELECT t.id, t.score, ifnull(d.id, 0), ifnull(d.workspace_id = :ws, 0)
 			FROM (SELECT * FROM (`+strings.Join(ranked, " UNION ALL ")+`) ORDER BY score, id LIMIT :k) t
 			LEFT JOIN chunks c ON c.id = t.id
 			LEFT JOIN documents d ON d.id = c.document_id
 			ORDER BY t.score, t.id`, append(args, sql.Named("k", k))...)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		ids, scores, n, err := scanRanked(rows, limit)
+		out, n, err := scanRanked(rows, limit)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if len(ids) == limit || n < k {
-			return ids, scores, nil
+		if len(out) == limit || n < k {
+			return out, nil
 		}
 	}
 	rows, err := db.r.QueryContext(ctx, strings.Join(mine, " UNION ALL ")+` ORDER BY score, id LIMIT :limit`,
 		append(args, sql.Named("limit", limit))...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ids, scores, _, err := scanRanked(rows, limit)
-	return ids, scores, err
+	out, _, err := scanRanked(rows, limit)
+	return out, err
 }
 
-// scanRanked reads (id, score[, mine]) rows and keeps the first limit that are mine (all,
-// without that column), returning how many rows it read.
-func scanRanked(rows *sql.Rows, limit int) (ids []int64, scores []float64, n int, err error) {
+// scanRanked reads (id, score, document, mine) rows and keeps the first limit that are
+// mine, returning how many rows it read. Scores come back as -bm25.
+func scanRanked(rows *sql.Rows, limit int) (out []Ranked, n int, err error) {
 	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, nil, 0, err
-	}
 	for rows.Next() {
-		var id int64
-		var score float64
-		mine := true
-		dest := []any{&id, &score, &mine}[:len(cols)]
-		if err := rows.Scan(dest...); err != nil {
-			return nil, nil, 0, err
+		var r Ranked
+		var mine bool
+		if err := rows.Scan(&r.ChunkID, &r.Score, &r.Document, &mine); err != nil {
+			return nil, 0, err
 		}
 		n++
 		if mine {
-			ids, scores = append(ids, id), append(scores, score)
-			if len(ids) == limit {
+			r.Score = -r.Score
+			if out = append(out, r); len(out) == limit {
 				break
 			}
 		}
 	}
-	return ids, scores, n, rows.Err()
+	return out, n, rows.Err()
 }
 
 // MatchQuery turns free text into a safe FTS5 MATCH expression: an OR of quoted words,

@@ -17,8 +17,12 @@ func evalCmd(ctx context.Context, args []string) error {
 	var f appFlags
 	f.register(fs)
 	queries := fs.String("queries", "", "labelled queries, JSON lines of {\"query\", \"relevant\": [paths]}")
+	baseline := fs.String("baseline", "", "also rank with a `baseline`: fts5 (plain SQLite FTS5 over the same files, 1,200-character chunks)")
 	if _, err := parseArgs(fs, args[1:]); err != nil {
 		return err
+	}
+	if *baseline != "" && *baseline != "fts5" {
+		return fmt.Errorf("eval retrieval: --baseline %q: the one baseline is fts5", *baseline)
 	}
 	file, err := os.Open(*queries)
 	if err != nil {
@@ -34,19 +38,26 @@ func evalCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer a.Close()
-	rep, err := a.EvalRetrieval(ctx, f.workspace, qs)
+	rep, err := a.EvalRetrieval(ctx, f.workspace, qs, app.EvalOptions{Baseline: *baseline == "fts5"})
 	if err != nil {
 		return err
 	}
 	if f.json {
 		return printJSON(rep)
 	}
-	fmt.Printf("%d queries\n%-8s %9s %9s %7s\n", rep.Queries, "", "recall@5", "recall@20", "MRR")
-	for _, r := range []struct {
+	fmt.Printf("%d queries\n%-14s %9s %9s %9s %7s %8s\n", rep.Queries, "", "recall@1", "recall@5", "recall@20", "MRR", "nDCG@10")
+	rows := []struct {
 		name string
 		q    app.Quality
-	}{{"bm25", rep.BM25}, {"vector", rep.Vector}, {"hybrid", rep.Hybrid}} {
-		fmt.Printf("%-8s %9.3f %9.3f %7.3f\n", r.name, r.q.Recall5, r.q.Recall20, r.q.MRR)
+	}{{"bm25", rep.BM25}, {"vector", rep.Vector}, {"hybrid", rep.Hybrid}}
+	if rep.Baseline != nil {
+		rows = append(rows, struct {
+			name string
+			q    app.Quality
+		}{"baseline fts5", *rep.Baseline})
+	}
+	for _, r := range rows {
+		fmt.Printf("%-14s %9.3f %9.3f %9.3f %7.3f %8.3f\n", r.name, r.q.Recall1, r.q.Recall5, r.q.Recall20, r.q.MRR, r.q.NDCG10)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@
 package retrieve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -283,6 +284,7 @@ func (r *Retriever) Search(ctx context.Context, ws int64, query string, opt Opti
 		wg.Go(func() {
 			s := time.Now()
 			hits, bmErr = r.db.RankBM25(ctx, ws, query, opt.Candidates)
+			hits = byDocument(hits)
 			bmStep = span(t0, s, time.Now())
 		})
 	}
@@ -534,4 +536,26 @@ func (r *Retriever) passages(ctx context.Context, cands []candidate, topK int) (
 // model's own tokenizer when it has one.
 func estimateTokens(text string) int {
 	return (len(text) + 3) / 4
+}
+
+// byDocument adds to each document's best chunk the score of its second
+// best among the ranked, and orders them again. A chunk's bm25 favours a
+// short chunk that holds a word once (a four-line section titled with it)
+// over a document that is about the question throughout; a document's two
+// best chunks together measure that. Measured on three labelled sets
+// (eval/, lore eval retrieval): MRR +0.03 and +0.09 on two, unchanged on the
+// held-out one; summing three or five chunks, or weighting chunks by
+// length, did worse on at least one.
+func byDocument(rs []store.Ranked) []store.Ranked {
+	best := map[int64]int{} // document → index of its best chunk
+	for i, r := range rs {
+		if j, ok := best[r.Document]; !ok {
+			best[r.Document] = i
+		} else if j >= 0 {
+			rs[j].Score += r.Score // rs is ordered: r is the document's second
+			best[r.Document] = -1
+		}
+	}
+	slices.SortStableFunc(rs, func(a, b store.Ranked) int { return cmp.Compare(b.Score, a.Score) })
+	return rs
 }

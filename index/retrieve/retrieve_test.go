@@ -470,3 +470,22 @@ func TestRerank(t *testing.T) {
 		}
 	}
 }
+
+func TestByDocument(t *testing.T) {
+	// Document 1 has one short chunk that scores best alone; document 2 is
+	// about the question in two chunks.
+	got := byDocument([]store.Ranked{
+		{ChunkID: 10, Document: 1, Score: 9},
+		{ChunkID: 20, Document: 2, Score: 7},
+		{ChunkID: 21, Document: 2, Score: 5},
+		{ChunkID: 30, Document: 3, Score: 4},
+		{ChunkID: 22, Document: 2, Score: 3}, // a third chunk adds nothing
+	})
+	var ids []int64
+	for _, r := range got {
+		ids = append(ids, r.ChunkID)
+	}
+	if want := []int64{20, 10, 21, 30, 22}; !slices.Equal(ids, want) || got[0].Score != 12 {
+		t.Errorf("order %v (best %v), want %v with 12", ids, got[0].Score, want)
+	}
+}

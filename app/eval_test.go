@@ -1,0 +1,66 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lore/app"
+	"lore/index/sample"
+)
+
+// TestEvalRetrieval scores the sample library against its labelled
+// questions, Lore's BM25 beside the plain FTS5 baseline, and refuses a
+// label that names no document of the workspace.
+func TestEvalRetrieval(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := sample.WriteCorpus(dir); err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(ctx, app.Config{DataDir: t.TempDir(), WorkerCmd: []string{os.Args[0], "parse-worker"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Index(ctx, "default", []string{dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	qs, err := app.ReadEvalQueries(bytes.NewReader(sample.Queries()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a.EvalRetrieval(ctx, "default", qs, app.EvalOptions{Baseline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bm25 %+v\nbaseline %+v", rep.BM25, rep.Baseline)
+	if rep.Queries != len(qs) || len(rep.Ranks) != len(qs) || rep.Baseline == nil {
+		t.Fatalf("report: %d queries, %d ranks, baseline %v", rep.Queries, len(rep.Ranks), rep.Baseline)
+	}
+	for name, q := range map[string]app.Quality{"bm25": rep.BM25, "baseline": *rep.Baseline} {
+		if !(0 < q.Recall1 && q.Recall1 <= q.Recall5 && q.Recall5 <= q.Recall20 && q.Recall20 <= 1) || q.MRR <= 0.3 || q.NDCG10 <= 0.3 || q.MRR > 1 {
+			t.Errorf("%s: %+v", name, q)
+		}
+	}
+	if rep.Vector != (app.Quality{}) {
+		t.Errorf("no embedding model, yet vector quality %+v", rep.Vector)
+	}
+	found := 0
+	for _, r := range rep.Ranks {
+		if r.BM25 > 0 {
+			found++
+		}
+	}
+	if mrr := rep.BM25.MRR * float64(len(qs)); mrr > float64(found) {
+		t.Errorf("MRR %.3f over %d queries with only %d found", rep.BM25.MRR, len(qs), found)
+	}
+
+	bad := []app.EvalQuery{{Query: "holidays", Relevant: []string{filepath.Join("handbook", "holiday.md")}}}
+	if _, err := a.EvalRetrieval(ctx, "default", bad, app.EvalOptions{}); err == nil || !strings.Contains(err.Error(), "not a document") {
+		t.Errorf("a label naming no document: %v", err)
+	}
+}
