@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"time"
 
 	"lore/index/retrieve"
 	"lore/store"
@@ -43,6 +44,12 @@ type EvalReport struct {
 	Hybrid  Quality `json:"hybrid"`
 	// Baseline is the plain FTS5 retriever (store.Baseline), when asked for.
 	Baseline *Quality `json:"baseline_fts5,omitempty"`
+	// Candidates is the candidate depth searched; SearchP50Ms and
+	// SearchP95Ms the hybrid search's latency (embedding, both retrievers
+	// and fusion; result cache off).
+	Candidates  int     `json:"candidates"`
+	SearchP50Ms float64 `json:"search_p50_ms"`
+	SearchP95Ms float64 `json:"search_p95_ms"`
 	// Ranks holds, per query, the rank of its first relevant document for
 	// each retriever (0: not found).
 	Ranks []QueryRanks `json:"ranks"`
@@ -57,9 +64,12 @@ type QueryRanks struct {
 	Baseline int    `json:"baseline_fts5,omitempty"`
 }
 
-// EvalOptions is what EvalRetrieval compares besides Lore's retrievers.
+// EvalOptions is how EvalRetrieval searches and what it compares.
 type EvalOptions struct {
 	Baseline bool // also the plain FTS5 baseline over the same files
+	// Candidates is how many chunks each retriever passes to fusion
+	// (retrieve.Options.Candidates); 0 means 100.
+	Candidates int
 }
 
 // ReadEvalQueries reads JSON lines of EvalQuery.
@@ -89,7 +99,10 @@ func ReadEvalQueries(r io.Reader) ([]EvalQuery, error) {
 // files. A relevant path that is not in the workspace is an error: a typo
 // in a label would otherwise read as a retrieval miss.
 func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuery, opt EvalOptions) (EvalReport, error) {
-	rep := EvalReport{Queries: len(qs)}
+	if opt.Candidates <= 0 {
+		opt.Candidates = 100
+	}
+	rep := EvalReport{Queries: len(qs), Candidates: opt.Candidates}
 	ws, err := a.lookup(ctx, workspace)
 	if err != nil {
 		return rep, err
@@ -115,11 +128,14 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 	m, let := a.hold()
 	defer let()
 	var sums [4]Quality // bm25, vector, hybrid, baseline
+	var took []float64
 	for _, q := range qs {
-		res, err := m.retriever.Search(ctx, ws.ID, q.Query, retrieve.Options{TopK: 200, Candidates: 100, NoCache: true})
+		t := time.Now()
+		res, err := m.retriever.Search(ctx, ws.ID, q.Query, retrieve.Options{TopK: 2 * opt.Candidates, Candidates: opt.Candidates, NoCache: true})
 		if err != nil {
 			return rep, fmt.Errorf("query %q: %w", q.Query, err)
 		}
+		took = append(took, float64(time.Since(t))/1e6)
 		rel := map[string]bool{}
 		for _, r := range q.Relevant {
 			rel[relKey(r)] = true
@@ -181,6 +197,9 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 	if base != nil {
 		b := avg(sums[3])
 		rep.Baseline = &b
+	}
+	if p := store.Percentile(took); p.N > 0 {
+		rep.SearchP50Ms, rep.SearchP95Ms = round(p.P50), round(p.P95)
 	}
 	return rep, nil
 }

@@ -64,3 +64,32 @@ func TestEvalRetrieval(t *testing.T) {
 		t.Errorf("a label naming no document: %v", err)
 	}
 }
+
+// TestStatsCacheRates: the window's cache hit rates count the answers'
+// own cache outcomes; a repeated question hits the retrieval cache.
+func TestStatsCacheRates(t *testing.T) {
+	a := newApp(t, opts{chat: true, embed: true})
+	var traces []*app.Trace
+	for _, q := range []string{"when does the river market open", "when does the river market open", "the city orchestra summer concert"} {
+		traces = append(traces, ask(t, a, q, 0).trace)
+	}
+	st, err := a.Stats(context.Background(), "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, embeds, embedHits := 0, 0, 0
+	for _, tr := range traces {
+		if tr.RetrievalCacheHit {
+			hits++
+		} else if tr.RetrievalMode != "bm25" {
+			embeds++
+			if tr.EmbedCacheHit {
+				embedHits++
+			}
+		}
+	}
+	c := st.Caches
+	if !traces[1].RetrievalCacheHit || c.Retrieval.Lookups != 3 || c.Retrieval.Hits != hits || c.Embedding.Lookups != embeds || c.Embedding.Hits != embedHits {
+		t.Errorf("caches %+v; traces: %d retrieval hits, %d embedding lookups (%d hits); repeat hit %v", c, hits, embeds, embedHits, traces[1].RetrievalCacheHit)
+	}
+}

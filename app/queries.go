@@ -213,6 +213,31 @@ type TraceStats struct {
 	// user typed: hit, miss or none.
 	ByPrefetch    map[string]GroupStats `json:"by_prefetch"`
 	TTFTHistogram []HistogramBin        `json:"ttft_histogram"`
+	// Caches is how often the retrieval result cache and the query
+	// embedding cache answered, over the answers of the window.
+	Caches CacheRates `json:"caches"`
+}
+
+// CacheRates counts cache lookups and hits. An embedding is looked up only
+// when the retrieval cache missed and the search used vectors.
+type CacheRates struct {
+	Retrieval HitRate `json:"retrieval"`
+	Embedding HitRate `json:"embedding"`
+}
+
+// HitRate is hits out of lookups.
+type HitRate struct {
+	Lookups int     `json:"lookups"`
+	Hits    int     `json:"hits"`
+	Rate    float64 `json:"rate"` // hits/lookups; 0 with no lookups
+}
+
+func (h *HitRate) add(hit bool) {
+	h.Lookups++
+	if hit {
+		h.Hits++
+	}
+	h.Rate = round(float64(h.Hits) / float64(h.Lookups))
 }
 
 // Percentiles of one stage.
@@ -258,9 +283,20 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 	prefetch := map[string]*group{}
 	for _, r := range recs {
 		var t struct {
-			Prefetch string `json:"prefetch"`
+			Prefetch          string             `json:"prefetch"`
+			RetrievalCacheHit bool               `json:"retrieval_cache_hit"`
+			EmbedCacheHit     bool               `json:"embed_cache_hit"`
+			RetrievalMode     string             `json:"retrieval_mode"`
+			Stages            map[string]float64 `json:"stages"`
 		}
-		if json.Unmarshal(r.JSON, &t) == nil && t.Prefetch != "" {
+		ok := json.Unmarshal(r.JSON, &t) == nil
+		if _, retrieved := t.Stages[StageRetrieval]; ok && retrieved {
+			out.Caches.Retrieval.add(t.RetrievalCacheHit)
+			if !t.RetrievalCacheHit && t.RetrievalMode != "" && t.RetrievalMode != "bm25" {
+				out.Caches.Embedding.add(t.EmbedCacheHit)
+			}
+		}
+		if ok && t.Prefetch != "" {
 			g := prefetch[t.Prefetch]
 			if g == nil {
 				g = &group{}

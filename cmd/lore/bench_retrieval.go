@@ -121,8 +121,14 @@ func benchRetrieval(ctx context.Context, args []string) error {
 	nq := fs.Int("queries", 300, "queries to time")
 	embedModel := fs.String("embed-model", "", "embedding model for the query-embedding step (default: a synthetic tiny one)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	sweep := fs.Bool("sweep", false, "only the HNSW trade-off curve: efSearch → recall@10 and latency at each --sweep-sizes")
+	sizes := fs.String("sweep-sizes", "100000,1000000", "corpus `sizes` of the --sweep, in vectors")
+	efs := fs.String("sweep-ef", "16,32,64,96,128,200,400", "efSearch `values` of the --sweep")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
+	}
+	if *sweep {
+		return sweepHNSW(ctx, *sizes, *efs, *asJSON)
 	}
 	say := func(format string, a ...any) {
 		if !*asJSON {
@@ -237,6 +243,64 @@ func benchRetrieval(ctx context.Context, args []string) error {
 		fmt.Printf("%-8s %9.3f %9.3f %9.3f\n", s.name, s.p50, s.p95, s.p99)
 	}
 	fmt.Printf("hybrid excludes the query embedding; target P95 ≤ %.0f ms: %v\nHNSW recall@10 %.3f\n", res.HybridP95Target, res.HybridP95TargetOK, res.HNSWRecallAt10)
+	return nil
+}
+
+// sweepPoint is HNSW search at one efSearch on one corpus size.
+type sweepPoint struct {
+	N        int     `json:"n"`
+	EfSearch int     `json:"ef_search"`
+	Recall10 float64 `json:"recall_at_10"`
+	P50Ms    float64 `json:"p50_ms"`
+	P95Ms    float64 `json:"p95_ms"`
+}
+
+type sweepSize struct {
+	N          int          `json:"n"`
+	Dim        int          `json:"dim"`
+	BuildS     float64      `json:"build_s"`
+	ExactP95Ms float64      `json:"exact_p95_ms"` // exact search, for the knee's other side
+	Points     []sweepPoint `json:"points"`
+}
+
+// sweepHNSW prints recall@10 and latency against efSearch, one graph per
+// corpus size of clustered 384-d vectors (the default graph: M 16,
+// efConstruction 100), so a user can pick the knee for their TTFT budget.
+func sweepHNSW(ctx context.Context, sizes, efs string, asJSON bool) error {
+	ns, err := intList(sizes)
+	if err != nil {
+		return fmt.Errorf("bench retrieval: --sweep-sizes: %w", err)
+	}
+	ef, err := intList(efs)
+	if err != nil {
+		return fmt.Errorf("bench retrieval: --sweep-ef: %w", err)
+	}
+	var out []sweepSize
+	for _, n := range ns {
+		if !asJSON {
+			fmt.Fprintf(os.Stderr, "building an HNSW of %d vectors…\n", n)
+		}
+		r, err := bench.Vectors(ctx, bench.VectorConfig{N: n, Dim: 384, Queries: 200, Seed: 3, Sweep: ef})
+		if err != nil {
+			return err
+		}
+		ms := func(d time.Duration) float64 { return round3(float64(d) / 1e6) }
+		s := sweepSize{N: n, Dim: r.Dim, BuildS: round1(r.Build.Seconds()), ExactP95Ms: ms(r.Exact.P95)}
+		for _, p := range r.Sweep {
+			s.Points = append(s.Points, sweepPoint{N: n, EfSearch: p.EfSearch, Recall10: round3(p.Recall), P50Ms: ms(p.HNSW.P50), P95Ms: ms(p.HNSW.P95)})
+		}
+		out = append(out, s)
+		if !asJSON {
+			fmt.Printf("%d vectors (%d-d, built in %.1f s; exact search p95 %.2f ms)\n%10s %11s %8s %8s\n", n, s.Dim, s.BuildS, s.ExactP95Ms,
+				"efSearch", "recall@10", "p50 ms", "p95 ms")
+			for _, p := range s.Points {
+				fmt.Printf("%10d %11.3f %8.3f %8.3f\n", p.EfSearch, p.Recall10, p.P50Ms, p.P95Ms)
+			}
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"hnsw_sweep": out})
+	}
 	return nil
 }
 

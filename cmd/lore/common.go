@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"lore/app"
@@ -102,4 +103,17 @@ func humanDur(s float64) string {
 		return fmt.Sprintf("%dm%02ds", int(s)/60, int(s)%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(s)/3600, int(s)%3600/60)
+}
+
+// intList parses a comma-separated list of positive integers ("20,50,100").
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a list of positive numbers", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

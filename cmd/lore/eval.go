@@ -17,12 +17,17 @@ func evalCmd(ctx context.Context, args []string) error {
 	var f appFlags
 	f.register(fs)
 	queries := fs.String("queries", "", "labelled queries, JSON lines of {\"query\", \"relevant\": [paths]}")
+	cands := fs.String("candidates", "100", "candidate `K` each retriever passes to fusion; a comma-separated list sweeps it")
 	baseline := fs.String("baseline", "", "also rank with a `baseline`: fts5 (plain SQLite FTS5 over the same files, 1,200-character chunks)")
 	if _, err := parseArgs(fs, args[1:]); err != nil {
 		return err
 	}
 	if *baseline != "" && *baseline != "fts5" {
 		return fmt.Errorf("eval retrieval: --baseline %q: the one baseline is fts5", *baseline)
+	}
+	ks, err := intList(*cands)
+	if err != nil {
+		return fmt.Errorf("eval retrieval: --candidates: %w", err)
 	}
 	file, err := os.Open(*queries)
 	if err != nil {
@@ -38,14 +43,31 @@ func evalCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer a.Close()
-	rep, err := a.EvalRetrieval(ctx, f.workspace, qs, app.EvalOptions{Baseline: *baseline == "fts5"})
-	if err != nil {
-		return err
+	var reps []app.EvalReport
+	for _, k := range ks {
+		rep, err := a.EvalRetrieval(ctx, f.workspace, qs, app.EvalOptions{Baseline: *baseline == "fts5", Candidates: k})
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
 	}
+	if len(reps) > 1 {
+		if f.json {
+			return printJSON(map[string]any{"sweep": reps})
+		}
+		fmt.Printf("%d queries; candidate K into fusion → quality and hybrid search latency\n%5s %9s %9s %10s %10s %8s %8s\n",
+			len(qs), "K", "bm25 MRR", "bm25 r@5", "hybrid MRR", "hybrid r@5", "p50 ms", "p95 ms")
+		for _, r := range reps {
+			fmt.Printf("%5d %9.3f %9.3f %10.3f %10.3f %8.2f %8.2f\n", r.Candidates, r.BM25.MRR, r.BM25.Recall5, r.Hybrid.MRR, r.Hybrid.Recall5, r.SearchP50Ms, r.SearchP95Ms)
+		}
+		return nil
+	}
+	rep := reps[0]
 	if f.json {
 		return printJSON(rep)
 	}
-	fmt.Printf("%d queries\n%-14s %9s %9s %9s %7s %8s\n", rep.Queries, "", "recall@1", "recall@5", "recall@20", "MRR", "nDCG@10")
+	fmt.Printf("%d queries, %d candidates, search p50 %.2f ms p95 %.2f ms\n%-14s %9s %9s %9s %7s %8s\n", rep.Queries, rep.Candidates,
+		rep.SearchP50Ms, rep.SearchP95Ms, "", "recall@1", "recall@5", "recall@20", "MRR", "nDCG@10")
 	rows := []struct {
 		name string
 		q    app.Quality

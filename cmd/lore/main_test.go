@@ -91,6 +91,10 @@ func TestCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	queries, badQueries := filepath.Join(dir, "q.jsonl"), filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(queries, []byte(`{"query": "who trims the wick of the lighthouse", "relevant": ["lighthouse.md"]}`+"\n"+
+		`{"query": "why do tides rise twice a day", "relevant": ["tides.md"]}`+"\n"), 0o644)
+	os.WriteFile(badQueries, []byte(`{"query": "bees", "relevant": ["bee.txt"]}`+"\n"), 0o644)
 	// d is a command line of the library in data.
 	d := func(cmd string, rest ...string) []string { return append([]string{cmd, "--data", data}, rest...) }
 
@@ -187,6 +191,28 @@ func TestCommands(t *testing.T) {
 			check: func(t *testing.T, out string) { object(t, out, "features", "variants", "best", "runner", "variant") }},
 		{name: "eval without a kind", args: d("eval"), code: 1, stderr: "which one"},
 		{name: "eval without queries", args: []string{"eval", "retrieval", "--data", data}, code: 1, stderr: "--queries"},
+		{name: "eval, candidate sweep", args: []string{"eval", "retrieval", "--data", data, "--queries", queries, "--candidates", "5,20", "--json"}, code: 0,
+			check: func(t *testing.T, out string) {
+				var v struct{ Sweep []app.EvalReport }
+				if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Sweep) != 2 || v.Sweep[1].Candidates != 20 ||
+					v.Sweep[0].BM25.MRR != 1 || v.Sweep[0].SearchP95Ms <= 0 {
+					t.Errorf("sweep %+v (%v)", v.Sweep, err)
+				}
+			}},
+		{name: "eval, bad candidates", args: []string{"eval", "retrieval", "--data", data, "--queries", queries, "--candidates", "5,x"}, code: 1, stderr: "--candidates"},
+		{name: "eval, a label naming no document", args: []string{"eval", "retrieval", "--data", data, "--queries", badQueries}, code: 1, stderr: "not a document"},
+		{name: "bench retrieval sweep", args: []string{"bench", "retrieval", "--sweep", "--sweep-sizes", "2000", "--sweep-ef", "4,64", "--json"}, code: 0,
+			check: func(t *testing.T, out string) {
+				var v struct {
+					Sweep []sweepSize `json:"hnsw_sweep"`
+				}
+				if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Sweep) != 1 || len(v.Sweep[0].Points) != 2 {
+					t.Fatalf("sweep %s (%v)", out, err)
+				}
+				if p := v.Sweep[0].Points; p[1].Recall10 < p[0].Recall10 || p[1].Recall10 < 0.9 || p[0].P50Ms <= 0 {
+					t.Errorf("efSearch 4 → 64: %+v", p)
+				}
+			}},
 	}
 	for _, c := range cases {
 		ok := t.Run(c.name, func(t *testing.T) {

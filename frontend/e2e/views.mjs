@@ -62,6 +62,10 @@ export async function groupedTables(page, server) {
   const row = await tid('bucket-table').locator(`tr[data-key="${name}"] td`).allTextContents();
   assert.equal(row[4], String(g.n));
   assert.notEqual(row[1], '—');
+  // Cache hit rates are the server's counts over the same window.
+  const { retrieval } = stats.caches;
+  assert.ok(retrieval.lookups > 0, JSON.stringify(stats.caches));
+  assert.match(await tid('cache-rates').textContent(), new RegExp(`^Retrieval results: ${Math.round((100 * retrieval.hits) / retrieval.lookups)}% of ${retrieval.lookups} lookups? · query embeddings: `));
 }
 
 /** Settings: what the server sends (0 = auto included) saves back unchanged; 0 is explained. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fmtBytes, fmtDate, fmtDuration, fmtInt, fmtMs, fmtNum, fmtParams, fmtPct, fmtRate } from '../src/format';
-import { binHeights, bucketLabel, fallbackLabel, groupOrder, groupRows, histogramBins, stageRows } from '../src/latency/stats';
+import { binHeights, bucketLabel, fallbackLabel, groupOrder, groupRows, histogramBins, hitRateText, prefetchLabel, stageRows } from '../src/latency/stats';
 import { renderHistogram } from '../src/views/latency';
 import type { GroupStats, TraceStats } from '../src/transport/types';
 
@@ -152,5 +152,18 @@ describe('stats shaping', () => {
     expect(rects[0].getAttribute('height')).toBe('48%');
     expect(rects[0].getAttribute('y')).toBe('52%');
     expect(Array.from(el.querySelectorAll('[data-count]')).map((e) => e.getAttribute('data-count'))).toEqual(['2', '4']);
+  });
+});
+
+describe('cache hit rates and prefetch labels', () => {
+  it('says the share of lookups that hit', () => {
+    expect(hitRateText({ lookups: 40, hits: 25, rate: 0.625 })).toBe('63% of 40 lookups');
+    expect(hitRateText({ lookups: 1, hits: 0, rate: 0 })).toBe('0% of 1 lookup');
+    expect(hitRateText({ lookups: 0, hits: 0, rate: 0 })).toBe('no lookups');
+    expect(hitRateText(undefined)).toBe('no lookups');
+  });
+  it('labels prefetch outcomes', () => {
+    expect(prefetchLabel('hit')).toBe('hit · read while typing');
+    expect(prefetchLabel('other')).toBe('other');
   });
 });

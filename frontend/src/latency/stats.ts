@@ -1,7 +1,7 @@
 // Shaping /api/traces/stats for display. Percentiles come from the server; nothing is recomputed here.
 
 import { fmtMs } from '../format';
-import type { HistogramBucket, Percentiles, TraceStats } from '../transport/types';
+import type { HistogramBucket, HitRate, Percentiles, TraceStats } from '../transport/types';
 
 /** Display order of stage keys; keys the server adds later are appended alphabetically. */
 export const STAGE_ORDER = [
@@ -151,4 +151,18 @@ export function histogramBins(buckets: HistogramBucket[] | undefined, total?: nu
 export function binHeights(bins: HistBin[]): number[] {
   const max = bins.reduce((m, b) => Math.max(m, b.count), 0);
   return bins.map((b) => (max > 0 ? b.count / max : 0));
+}
+
+/** "62% of 40 lookups" for one cache; "no lookups" when none. */
+export function hitRateText(r: Partial<HitRate> | undefined): string {
+  const n = typeof r?.lookups === 'number' ? r.lookups : 0;
+  if (n <= 0) return 'no lookups';
+  const hits = typeof r?.hits === 'number' ? r.hits : 0;
+  return `${Math.round((100 * hits) / n)}% of ${n} lookup${n === 1 ? '' : 's'}`;
+}
+
+const PREFETCHES: Record<string, string> = { hit: 'hit · read while typing', miss: 'miss', none: 'none' };
+
+export function prefetchLabel(outcome: string): string {
+  return PREFETCHES[outcome] ?? outcome;
 }

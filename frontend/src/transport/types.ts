@@ -152,7 +152,17 @@ export interface TraceStats {
   by_bucket?: Record<string, GroupStats>;
   /** Keyed by fallback level: "0", "1", … */
   by_fallback?: Record<string, GroupStats>;
+  /** Keyed by prefetch outcome: "hit", "miss", "none". */
+  by_prefetch?: Record<string, GroupStats>;
   ttft_histogram?: HistogramBucket[];
+  caches?: { retrieval?: HitRate; embedding?: HitRate };
+}
+
+/** Cache hits out of lookups over a window (app.HitRate). */
+export interface HitRate {
+  lookups: number;
+  hits: number;
+  rate: number;
 }
 
 export interface Workspace {

@@ -4,7 +4,7 @@
 
 import { clear, download, errMsg, h, svg } from '../dom';
 import { fmtDate, fmtInt, fmtMs, fmtPct, fmtRate } from '../format';
-import { binHeights, bucketLabel, fallbackLabel, groupRows, histogramBins, stageRows, type StatRow } from '../latency/stats';
+import { binHeights, bucketLabel, fallbackLabel, groupRows, histogramBins, hitRateText, prefetchLabel, stageRows, type StatRow } from '../latency/stats';
 import { causeText } from '../latency/cause';
 import { layoutWaterfall } from '../latency/waterfall';
 import type { Trace, TraceStats } from '../transport/types';
@@ -228,6 +228,10 @@ export class LatencyView {
         statTable(groupRows(st.by_bucket, bucketLabel), 'Prompt tokens', 'bucket-table'),
         h('h3', { text: 'TTFT by fallback level' }),
         statTable(groupRows(st.by_fallback, fallbackLabel), 'Fallback', 'fallback-table'),
+        h('h3', { text: 'TTFT by prefetch' }),
+        statTable(groupRows(st.by_prefetch, prefetchLabel), 'Prefetch', 'prefetch-table'),
+        h('h3', { text: 'Caches' }),
+        h('p', { testid: 'cache-rates', text: `Retrieval results: ${hitRateText(st.caches?.retrieval)} · query embeddings: ${hitRateText(st.caches?.embedding)}` }),
       );
     } else if (stats.status === 'rejected') {
       this.statsBox.append(h('p', { class: 'error', text: `Cannot load stats: ${errMsg(stats.reason)}` }));
