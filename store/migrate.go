@@ -16,6 +16,7 @@ var migrations = []migration{
 	execAll(schemaV3...), // 3: chats
 	execAll(schemaV4...), // 4: FTS term statistics
 	execAll(schemaV5...), // 5: embedding write generations
+	execAll(schemaV6...), // 6: headings in the FTS index
 }
 
 func execAll(stmts ...string) migration {
@@ -215,4 +216,33 @@ var schemaV5 = []string{
 		JOIN workspaces w ON w.id = d.workspace_id
 		WHERE c.id = embeddings.chunk_id)`,
 	`CREATE INDEX embeddings_model_generation ON embeddings (model, generation)`,
+}
+
+// schemaV6 indexes each chunk's heading path beside its text: a section's title says
+// what its chunks are about in the words a question uses, and a chunk that merely
+// mentions a word ranked above the section about it. Measured with lore eval retrieval
+// (eval/): MRR +0.03 on the Node.js docs, unchanged on the Python sources. The index
+// is rebuilt from the chunks once, inside the migration.
+var schemaV6 = []string{
+	`DROP TABLE chunks_fts_vocab`,
+	`DROP TRIGGER chunks_ai`,
+	`DROP TRIGGER chunks_ad`,
+	`DROP TRIGGER chunks_au`,
+	`DROP TABLE chunks_fts`,
+	`CREATE VIRTUAL TABLE chunks_fts USING fts5(
+		text, heading, content = 'chunks', content_rowid = 'id',
+		tokenize = 'porter unicode61 remove_diacritics 2'
+	)`,
+	`INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')`,
+	`CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+		INSERT INTO chunks_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
+	END`,
+	`CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+		INSERT INTO chunks_fts(chunks_fts, rowid, text, heading) VALUES ('delete', old.id, old.text, old.heading);
+	END`,
+	`CREATE TRIGGER chunks_au AFTER UPDATE OF text, heading ON chunks BEGIN
+		INSERT INTO chunks_fts(chunks_fts, rowid, text, heading) VALUES ('delete', old.id, old.text, old.heading);
+		INSERT INTO chunks_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
+	END`,
+	`CREATE VIRTUAL TABLE chunks_fts_vocab USING fts5vocab(chunks_fts, row)`,
 }

@@ -139,6 +139,9 @@ const minSparedRows = 1000
 // FTS5's bm25 parameters (fts5_aux.c).
 const bm25K1 = 1.2
 
+// ftsColumns is how many columns chunks_fts scores, each with weight 1 (schemaV6).
+const ftsColumns = 2
+
 // plan decides which of the query's words to search and how, from how many chunks of
 // the index hold each (FTS5's own IDF statistics, shared by all workspaces). Words are
 // looked up as the index stores them (porter stems, see tokenizer); a word that is not
@@ -201,8 +204,8 @@ func (db *DB) plan(ctx context.Context, words []string, limit int) searchPlan {
 
 	// Split off the commonest remaining words while the rarer ones, scored in full,
 	// can likely fill the results above the bound on what the common ones add:
-	// tf*(k1+1)/(tf+...) < k1+1, so a word adds less than idf*(k1+1) to any chunk, and
-	// one occurrence of a word in a chunk of average length adds idf.
+	// tf*(k1+1)/(tf+...) < k1+1, so a word adds less than idf*(k1+1) to any chunk per
+	// column, and one occurrence of a word in a chunk of average length adds idf.
 	if len(keep) < 2 {
 		return p
 	}
@@ -232,7 +235,9 @@ func (db *DB) plan(ctx context.Context, words []string, limit int) searchPlan {
 			p.rare = append(p.rare, words[i])
 		}
 	}
-	p.bound = bound
+	// Each column adds its own part; the split above counts the text's alone, as
+	// headings are short.
+	p.bound = bound * ftsColumns
 	return p
 }
 
@@ -441,7 +446,7 @@ type termStatsCache struct {
 	df      map[string]int64
 }
 
-// ftsTokenize is the tokenizer chunks_fts was created with (schemaV1); the search's
+// ftsTokenize is the tokenizer chunks_fts was created with (schemaV1, schemaV6); the search's
 // word lookups must split and stem words exactly as the index did.
 const ftsTokenize = `porter unicode61 remove_diacritics 2`
 

@@ -173,7 +173,7 @@ func TestMigrateFromV1(t *testing.T) {
 		`INSERT INTO workspaces (id, name, created, generation) VALUES (1, 'old', 1, 7)`,
 		`INSERT INTO folders (id, workspace_id, path, created) VALUES (1, 1, '/old', 1)`,
 		`INSERT INTO documents (id, workspace_id, folder_id, path, rel, size, mtime, status) VALUES (1, 1, 1, '/old/a.txt', 'a.txt', 5, 7, 'indexed')`,
-		`INSERT INTO chunks (document_id, ordinal, text) VALUES (1, 0, 'zebras migrate across the plains')`,
+		`INSERT INTO chunks (document_id, ordinal, text, heading) VALUES (1, 0, 'zebras migrate across the plains', 'Savanna > Herds')`,
 		`INSERT INTO embeddings (chunk_id, model, dim, vec) VALUES (1, 'm', 1, x'0000803f')`,
 	} {
 		if _, err := raw.Exec(s); err != nil {
@@ -201,6 +201,13 @@ func TestMigrateFromV1(t *testing.T) {
 	hits, err := db.SearchBM25(ctx, 1, "migrating zebra", 5)
 	if err != nil || len(hits) != 1 || hits[0].Path != "/old/a.txt" {
 		t.Errorf("search after upgrade = %v, %v", hits, err)
+	}
+	// Headings indexed from version 6 on, the old chunk's too (the index is rebuilt).
+	if hits, err := db.SearchBM25(ctx, 1, "savanna herd", 5); err != nil || len(hits) != 1 {
+		t.Errorf("search by heading after upgrade = %v, %v", hits, err)
+	}
+	if err := db.Check(ctx); err != nil {
+		t.Errorf("check after upgrade: %v", err)
 	}
 	// The old vector is stamped with its workspace's generation: new to an index older
 	// than that, not to one built at it.
