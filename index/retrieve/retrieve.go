@@ -542,10 +542,10 @@ func estimateTokens(text string) int {
 // best among the ranked, and orders them again. A chunk's bm25 favours a
 // short chunk that holds a word once (a four-line section titled with it)
 // over a document that is about the question throughout; a document's two
-// best chunks together measure that. Measured on three labelled sets
-// (eval/, lore eval retrieval): MRR +0.03 and +0.09 on two, unchanged on the
-// held-out one; summing three or five chunks, or weighting chunks by
-// length, did worse on at least one.
+// best chunks together measure that. Measured with lore eval retrieval
+// (eval/, README): MRR +0.03 to +0.09 on the sample library and the two
+// tuning sets, -0.005 on the held-out man pages; summing three or five
+// chunks, or weighting chunks by length, did worse.
 func byDocument(rs []store.Ranked) []store.Ranked {
 	best := map[int64]int{} // document → index of its best chunk
 	for i, r := range rs {
