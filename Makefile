@@ -82,11 +82,17 @@ demo: setup build
 
 # The tests run the real runner programs from bin/ (LORE_RUNNER_DIR): this machine's variant and,
 # on x86-64, the avx2 fallback too, so that the portable path is exercised on every CPU.
-test: setup ui build
+test: setup ui build $(BIN)/ollama
 	$(if $(filter avx2,$(RUNNER_VARIANTS)),$(MAKE) --no-print-directory runner VARIANT=avx2)
 	$(CGO_ENV) $(GO) vet -tags '$(TAGS)' ./...
-	$(CGO_ENV) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) $(GO) test -tags '$(TAGS)' -count=1 ./...
+	$(CGO_ENV) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) LORE_OLLAMA=$(CURDIR)/$(BIN)/ollama $(GO) test -tags '$(TAGS)' -count=1 ./...
 	$(MAKE) --no-print-directory test-web test-e2e test-app
+
+# Ollama, for the tests of the remote backend against a real server (LORE_OLLAMA): the version
+# go.mod names, from the module proxy, built with the runner's cgo flags so that the Go build cache
+# reuses the llama.cpp they share.
+$(BIN)/ollama: headers
+	$(CGO_ENV) GOBIN=$(CURDIR)/$(BIN) $(GO) install github.com/ollama/ollama@$(shell $(GO) list -m -f '{{.Version}}' github.com/ollama/ollama)
 
 # The web UI: frontend/dist, embedded by bin/lore and the desktop app (Node >= 20.19). Rebuilt when a
 # source changed, so targets can depend on it freely.

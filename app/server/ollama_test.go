@@ -1,0 +1,246 @@
+//go:build unix
+
+package server_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"lore/app"
+	"lore/app/remote"
+	"lore/engine"
+)
+
+// ollama is a real `ollama serve` on loopback with its own model folder,
+// serving the tiny synthetic chat model as "lore-tiny".
+type ollama struct {
+	base string // the OpenAI-compatible API, …/v1
+	cmd  *exec.Cmd
+}
+
+const ollamaModel = "lore-tiny"
+
+// startOllama runs the Ollama that `make test` builds from the module proxy
+// with the project's cgo flags (LORE_OLLAMA) and creates the model.
+func startOllama(t *testing.T) *ollama {
+	t.Helper()
+	bin := os.Getenv("LORE_OLLAMA")
+	if bin == "" {
+		t.Skip("LORE_OLLAMA is not set: `make test` builds Ollama from the module proxy and sets it")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	home := t.TempDir()
+	env := append(os.Environ(), "OLLAMA_HOST="+addr, "OLLAMA_MODELS="+filepath.Join(home, "models"), "HOME="+home,
+		"OLLAMA_NUM_PARALLEL=1", "OLLAMA_KEEP_ALIVE=10m")
+	log, err := os.Create(filepath.Join(home, "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its model runners die with it
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	o := &ollama{base: "http://" + addr + "/v1", cmd: cmd}
+	t.Cleanup(func() {
+		o.kill()
+		log.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("ollama serve log (tail):\n%s", tail(string(b), 3000))
+		}
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if r, err := http.Get("http://" + addr + "/"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ollama serve did not answer within 20 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	chat, _, _ := fixtures(t)
+	mf := filepath.Join(home, "Modelfile")
+	if err := os.WriteFile(mf, []byte("FROM "+chat+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	create := exec.Command(bin, "create", ollamaModel, "-f", mf)
+	create.Env = env
+	if out, err := create.CombinedOutput(); err != nil {
+		t.Fatalf("ollama create: %v\n%s", err, tail(string(out), 2000))
+	}
+	return o
+}
+
+// kill stops the server and the model runners it started.
+func (o *ollama) kill() {
+	if o.cmd.Process != nil {
+		syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
+		o.cmd.Wait()
+	}
+}
+
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }
+
+// passagePrompt renders a prompt as Lore's pipeline does: instructions and
+// words passages first, the question last. Random words from a seed, so
+// that each seed is a prompt no server has cached.
+func passagePrompt(t *testing.T, c *remote.Chat, seed uint64, words int, q string) string {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	for range words {
+		b.WriteString(libWords[r.IntN(len(libWords))] + " ")
+	}
+	p, err := c.Template().Render([]engine.Message{{Role: "system", Content: "Answer from the passages.\n[1] " + b.String()},
+		{Role: "user", Content: q}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRemoteChatAgainstOllama: Lore's remote chat client against a real
+// Ollama (built from the module proxy) serving the tiny synthetic model:
+// the answer streams with the server's token counts, a follow-up over the
+// same passages is served from Ollama's prompt cache (its TTFT drops), a
+// cancel returns at once and leaves the server free, a Lore app answers
+// through it with a complete trace, and a server killed before the first
+// token is ErrUnavailable (the app's cue to fall back to its local model)
+// while one killed mid-answer is a plain error that keeps what streamed.
+func TestRemoteChatAgainstOllama(t *testing.T) {
+	o := startOllama(t)
+	c, err := remote.NewChat(remote.Options{URL: o.base, Model: ollamaModel, FirstToken: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	gen := func(ctx context.Context, prompt string, n int, fn func(string) error) (engine.Stats, []string, error) {
+		var pieces []string
+		st, err := c.Generate(ctx, engine.GenerateRequest{Prompt: prompt, MaxTokens: n}, func(s string) error {
+			pieces = append(pieces, s)
+			if fn != nil {
+				return fn(s)
+			}
+			return nil
+		})
+		return st, pieces, err
+	}
+	ctx := context.Background()
+
+	t.Run("streams", func(t *testing.T) {
+		st, pieces, err := gen(ctx, passagePrompt(t, c, 1, 50, "what about the river market"), 12, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d pieces, ttft %.1f ms, prompt %d tokens, %d decoded, stop %q", len(pieces), st.ClientTTFT, st.PromptTokens, st.DecodeTokens, st.StopReason)
+		if len(pieces) < 2 || st.ClientTTFT <= 0 || st.PromptTokens <= 50 || st.DecodeTokens != 12 || st.StopReason != "length" {
+			t.Errorf("pieces %q, stats %+v: want a streamed answer of 12 tokens with Ollama's prompt count", pieces, st)
+		}
+		if st.CachedTokens != remote.Unknown {
+			t.Errorf("cached tokens %d: Ollama's OpenAI API does not report them, want unknown", st.CachedTokens)
+		}
+	})
+
+	t.Run("follow-up served from the prompt cache", func(t *testing.T) {
+		cold, _, err := gen(ctx, passagePrompt(t, c, 2, 800, "what about the river market"), 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		follow, _, err := gen(ctx, passagePrompt(t, c, 2, 800, "and the garden?"), 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("ttft cold %.1f ms, follow-up %.1f ms (%d prompt tokens)", cold.ClientTTFT, follow.ClientTTFT, cold.PromptTokens)
+		if follow.ClientTTFT*2 > cold.ClientTTFT {
+			t.Errorf("follow-up ttft %.1f ms vs cold %.1f ms: want the shared prefix read from Ollama's cache", follow.ClientTTFT, cold.ClientTTFT)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		start := time.Now()
+		_, pieces, err := gen(cctx, passagePrompt(t, c, 3, 50, "tell me everything"), 2000, func(string) error {
+			cancel()
+			return nil
+		})
+		took := time.Since(start)
+		if !errors.Is(err, context.Canceled) || len(pieces) == 0 || took > 5*time.Second {
+			t.Fatalf("after a cancel: err %v, %d pieces, %v", err, len(pieces), took)
+		}
+		st, _, err := gen(ctx, passagePrompt(t, c, 4, 20, "still there?"), 2, nil)
+		if err != nil || st.ClientTTFT > 5000 {
+			t.Errorf("the next request: %v, ttft %.0f ms: want the server free again", err, st.ClientTTFT)
+		}
+	})
+
+	t.Run("lore answers through ollama", func(t *testing.T) {
+		chat, embed, lib := fixtures(t)
+		a, err := app.New(ctx, app.Config{DataDir: t.TempDir(), ChatModel: chat, EmbedModel: embed, ChatURL: o.base,
+			ChatURLModel: ollamaModel, WorkerCmd: []string{os.Args[0], "parse-worker"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		if _, err := a.Index(ctx, "default", []string{lib}, nil); err != nil {
+			t.Fatal(err)
+		}
+		answer, tr := mustAskApp(t, a, "what do the notes say about the river market")
+		t.Logf("route %s, ttft %.1f ms, llm_ttft %.1f ms, prompt %d tokens, answer %q", tr.Route, tr.Stages[app.StageTTFT],
+			tr.Stages[app.StageLLMTTFT], tr.PromptTokens, answer)
+		if strings.TrimSpace(answer) == "" || !strings.HasPrefix(tr.Route, "remote:"+o.base) || strings.Contains(tr.FallbackReason, "remote") ||
+			tr.PromptTokens <= 0 || tr.CachedTokens != remote.Unknown || tr.Stages[app.StageLLMTTFT] <= 0 || len(tr.TurnPassages) == 0 {
+			t.Errorf("answer %q, trace %+v: want Ollama's answer with a complete trace", answer, tr)
+		}
+	})
+
+	t.Run("killed mid-answer", func(t *testing.T) {
+		_, pieces, err := gen(ctx, passagePrompt(t, c, 5, 50, "tell me everything"), 2000, func(string) error {
+			o.kill()
+			return nil
+		})
+		if err == nil || errors.Is(err, remote.ErrUnavailable) || len(pieces) == 0 {
+			t.Errorf("err %v after %d pieces: want a plain error (no fallback once tokens are shown)", err, len(pieces))
+		}
+	})
+
+	t.Run("killed before the first token", func(t *testing.T) {
+		o := startOllama(t)
+		c, err := remote.NewChat(remote.Options{URL: o.base, Model: ollamaModel, FirstToken: 60 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Load the model first, so that the kill lands in the long prefill.
+		if _, err := c.Generate(ctx, engine.GenerateRequest{Prompt: passagePrompt(t, c, 6, 10, "hello"), MaxTokens: 1}, func(string) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(40*time.Millisecond, o.kill) // reading ~3,000 tokens takes longer
+		var pieces []string
+		_, err = c.Generate(ctx, engine.GenerateRequest{Prompt: passagePrompt(t, c, 7, 1000, "what about the market"), MaxTokens: 4},
+			func(s string) error { pieces = append(pieces, s); return nil })
+		if !errors.Is(err, remote.ErrUnavailable) || len(pieces) != 0 {
+			t.Errorf("err %v, %d pieces: want ErrUnavailable before any token", err, len(pieces))
+		}
+	})
+}
+
