@@ -370,6 +370,10 @@ type GenerateRequest struct {
 	// placed instead of evaluated (Stats.StitchedPassages and the rest).
 	Parts  []Part
 	Stitch *Stitch
+	// Speculate drafts up to that many tokens per step by prompt lookup and
+	// verifies them in one batch (greedy sampling only; the output is
+	// unchanged). Stats.Drafted and Stats.Accepted say how it went.
+	Speculate int
 	// Inspect, if set, receives the first sampled token's logits and the
 	// sampled tokens when generation ends (fidelity checks).
 	Inspect func(firstLogits []float32, tokens []int)
@@ -405,6 +409,9 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 		call.Trim = []int{SeqSpeculative}
 	}
 	call.Logits = req.Inspect != nil
+	if req.Sampling.Temperature <= 0 {
+		call.Speculate = max(req.Speculate, 0)
+	}
 	release, waited, err := m.queue.Acquire(ctx)
 	st.QueueMs = ms(waited)
 	if err != nil {

@@ -37,8 +37,8 @@ type ttftReport struct {
 
 	FollowupP50    float64 `json:"followup_p50_ms"`
 	FollowupP95    float64 `json:"followup_p95_ms"`
-	FollowupReuse  float64 `json:"followup_reuse"`   // median cached_tokens / the previous prompt's tokens
-	FollowupReeval float64 `json:"followup_reeval"`  // median share of the previous prompt evaluated again
+	FollowupReuse  float64 `json:"followup_reuse"`   // median cached_tokens / the previous prompt's tokens; -1: unknown (the server reports no counts)
+	FollowupReeval float64 `json:"followup_reeval"`  // median share of the previous prompt evaluated again; -1: unknown
 	FollowupNew    float64 `json:"followup_new_p50"` // median tokens evaluated that the previous prompt did not hold
 
 	SystemTokens     int     `json:"system_prefix_tokens"`
@@ -177,6 +177,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 
 	// Follow-ups: a second question about the same document, in the same chat.
 	var follow, reuse, evalRatio, fresh []float64
+	unknownReuse := false
 	for i, pair := range sameDocPairs(qs, *n) {
 		if !want("followup") {
 			break
@@ -190,6 +191,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 			return err
 		}
 		follow = append(follow, next.Stages[app.StageTTFT])
+		if next.CachedTokens < 0 || first.PromptTokens < 0 {
+			unknownReuse = true // a remote server that reports no cached count
+		}
 		reuse = append(reuse, float64(next.CachedTokens)/float64(max(first.PromptTokens, 1)))
 		evalRatio = append(evalRatio, float64(max(first.PromptTokens-next.CachedTokens, 0))/float64(max(first.PromptTokens, 1)))
 		fresh = append(fresh, float64(next.PromptTokens-max(first.PromptTokens, next.CachedTokens)))
@@ -222,6 +226,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 	rep.FollowupP50, rep.FollowupP95 = pctOf(sorted(follow), 0.5), pctOf(sorted(follow), 0.95)
 	rep.FollowupReuse, rep.FollowupReeval = round2(pctOf(sorted(reuse), 0.5)), round2(pctOf(sorted(evalRatio), 0.5))
 	rep.FollowupNew = pctOf(sorted(fresh), 0.5)
+	if unknownReuse {
+		rep.FollowupReuse, rep.FollowupReeval, rep.FollowupNew = -1, -1, -1
+	}
 
 	// Restart: a new app on the same data folder restores the system prefix.
 	if !want("restart") {
@@ -253,8 +260,12 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median)\n", rep.Model, rep.Questions, int(rep.PromptP50))
 	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median)\n", rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50))
 	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%% at %.0f chars/s)\n", rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, cps)
-	fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (reuses %.0f%% of the previous prompt, evaluates %.0f%% of it again; %d new tokens, median)\n",
-		rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupReeval, int(rep.FollowupNew))
+	if rep.FollowupReuse < 0 {
+		fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (the server reports no cached tokens: reuse unknown)\n", rep.FollowupP50, rep.FollowupP95)
+	} else {
+		fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (reuses %.0f%% of the previous prompt, evaluates %.0f%% of it again; %d new tokens, median)\n",
+			rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupReeval, int(rep.FollowupNew))
+	}
 	fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms\n",
 		rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT)
 	if rep.stitchReport != nil {

@@ -583,6 +583,24 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		}
 		s.reply(wire.Reply{Piece: piece})
 	}
+	// take counts and emits a token greedy decoding or the sampler chose,
+	// and reports why generation ends with it ("" when it goes on); the
+	// token that ends it is never decoded.
+	take := func(tok int) string {
+		st.DecodeTokens++
+		if req.Logits {
+			ids = append(ids, tok)
+		}
+		if s.model.TokenIsEog(tok) {
+			return "eos"
+		}
+		out, stopped := text.Push(s.model.TokenToPiece(tok))
+		emit(out)
+		if stopped {
+			return "stop"
+		}
+		return ""
+	}
 	st.StopReason = "length"
 	for st.DecodeTokens < maxTokens && pos < s.p.NumCtx {
 		if s.isCancelled() {
@@ -599,22 +617,19 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		} else {
 			tok = argmax(s.lctx.GetLogitsIth(idx))
 		}
-		st.DecodeTokens++
-		if req.Logits {
-			ids = append(ids, tok)
-		}
-		if s.model.TokenIsEog(tok) {
-			st.StopReason = "eos"
+		if why := take(tok); why != "" {
+			st.StopReason = why
 			break
 		}
-		out, stopped := text.Push(s.model.TokenToPiece(tok))
-		emit(out)
-		if stopped {
-			st.StopReason = "stop"
-			break
+		var draft []int
+		if sc == nil && req.Speculate > 0 {
+			draft = lookupDraft(append(s.seqs[seq], tok), min(req.Speculate, maxTokens-st.DecodeTokens, s.p.NumCtx-pos-1))
 		}
 		s.batch.Clear()
 		s.batch.Add(tok, nil, pos, true, seq)
+		for i, d := range draft {
+			s.batch.Add(d, nil, pos+1+i, true, seq)
+		}
 		if err := s.decode(seq, &st); errors.Is(err, errCancelled) {
 			st.StopReason = "cancel"
 			break
@@ -624,6 +639,30 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		s.seqs[seq] = append(s.seqs[seq], tok)
 		pos++
 		idx = 0
+		// A draft token stays while it is what greedy decoding picks after
+		// the tokens before it; the first one that is not, and all after
+		// it, are dropped from the cache.
+		st.Drafted += len(draft)
+		why := ""
+		for _, d := range draft {
+			if argmax(s.lctx.GetLogitsIth(idx)) != d {
+				break
+			}
+			st.Accepted++
+			if why = take(d); why != "" {
+				break
+			}
+			s.seqs[seq] = append(s.seqs[seq], d)
+			pos++
+			idx++
+		}
+		if len(draft) > 0 {
+			s.lctx.KvCacheSeqRm(seq, pos, -1) // the cells past the last token kept
+		}
+		if why != "" {
+			st.StopReason = why
+			break
+		}
 	}
 	if st.StopReason != "stop" {
 		emit(text.Flush())
@@ -716,6 +755,26 @@ func (s *server) rerank(req wire.Request) error {
 		s.lctx.KvCacheClear()
 	}
 	s.reply(wire.Reply{Scores: scores, Done: true})
+	return nil
+}
+
+// lookupDraft proposes up to k tokens to follow h: what followed the
+// latest earlier occurrence of h's last three (else two) tokens.
+func lookupDraft(h []int, k int) []int {
+	if k <= 0 {
+		return nil
+	}
+	for n := 3; n >= 2; n-- {
+		if len(h) <= n {
+			continue
+		}
+		tail := h[len(h)-n:]
+		for i := len(h) - n - 1; i >= 0; i-- {
+			if slices.Equal(h[i:i+n], tail) {
+				return slices.Clone(h[i+n : min(i+n+k, len(h))])
+			}
+		}
+	}
 	return nil
 }
 

@@ -104,6 +104,12 @@ type Request struct {
 	// Logits asks a generate for the first sampled token's logits and the
 	// sampled tokens (Reply.Logits, Reply.Tokens).
 	Logits bool `json:"logits,omitempty"`
+	// Speculate, for a greedy generate, drafts up to that many tokens per
+	// step by prompt lookup (what followed the last two or three tokens
+	// where they occurred before, in the prompt or the answer) and
+	// verifies them in the same batch as the next token: each draft token
+	// is kept only where greedy decoding picks it anyway.
+	Speculate int `json:"speculate,omitempty"`
 }
 
 // Segment is one piece of a stitched prompt. Path, when set, is a state
@@ -154,6 +160,9 @@ type Stats struct {
 	TTFTMs        float64 `json:"ttft_ms"`         // runner-side: request read to first piece written
 	DecodeMs      float64 `json:"decode_ms"`
 	DecodeTokS    float64 `json:"decode_tok_s"`
+	// Drafted and Accepted count speculative draft tokens (Speculate).
+	Drafted  int `json:"drafted,omitempty"`
+	Accepted int `json:"accepted,omitempty"`
 	// LlamaMs is the time spent inside llama_decode and sampling up to the
 	// first token; the rest of TTFT is the engine's own overhead.
 	LlamaMs float64 `json:"llama_ms"`
