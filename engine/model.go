@@ -13,6 +13,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -87,6 +88,9 @@ type Options struct {
 	// KV, if set, keeps warm prefixes' KV states (see Warm) in RAM and on
 	// disk, so a restarted runner or app restores them in milliseconds.
 	KV *kv.Store
+	// SpecFloor is the acceptance rate below which GenerateRequest.Speculate
+	// switches itself off for a while (default DefaultSpecFloor).
+	SpecFloor float64
 }
 
 // Info describes a loaded model.
@@ -127,6 +131,8 @@ type Model struct {
 	// tokenCache remembers tokenizations of passages and prefixes
 	// (stitch.go).
 	tokenCache map[string][]int
+
+	spec speculation
 
 	// stateInline moves KV states inline in the protocol (base64 in the
 	// JSON line) instead of through a temporary file: ten times slower at
@@ -409,8 +415,9 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 		call.Trim = []int{SeqSpeculative}
 	}
 	call.Logits = req.Inspect != nil
-	if req.Sampling.Temperature <= 0 {
-		call.Speculate = max(req.Speculate, 0)
+	var specNote string
+	if req.Sampling.Temperature <= 0 && req.Speculate > 0 {
+		call.Speculate, specNote = m.spec.allow(req.Speculate)
 	}
 	release, waited, err := m.queue.Acquire(ctx)
 	st.QueueMs = ms(waited)
@@ -461,6 +468,17 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 		}
 		return nil
 	})
+	st.SpecNote, st.SpecAcceptRate = specNote, -1
+	if call.Speculate > 0 {
+		floor := cmp.Or(m.opt.SpecFloor, DefaultSpecFloor)
+		st.SpecAcceptRate = m.spec.record(st.Drafted, st.Accepted, floor)
+		switch {
+		case st.SpecAcceptRate >= 0 && st.SpecAcceptRate < floor:
+			st.SpecNote = fmt.Sprintf("switched off: %.0f%% of drafted tokens accepted, floor %.0f%%", 100*st.SpecAcceptRate, 100*floor)
+		default:
+			st.SpecNote = fmt.Sprintf("on (up to %d drafted tokens a step)", call.Speculate)
+		}
+	}
 	return st, err
 }
 

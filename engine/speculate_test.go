@@ -14,7 +14,7 @@ import (
 // that extends the answer reuses all of it).
 func TestSpeculativeSameOutput(t *testing.T) {
 	chat, _ := models(t)
-	m := openWith(t, engine.Options{Path: chat})
+	m := openWith(t, engine.Options{Path: chat, SpecFloor: 1e-9}) // never off: every k is measured
 	ctx := context.Background()
 	// Repeated text, so that the last tokens often occurred before.
 	prompt := strings.Repeat(passages(3)+" ", 4) + question
@@ -49,5 +49,27 @@ func TestSpeculativeSameOutput(t *testing.T) {
 		if _, _, next := generate(t, m, prompt+got, 1); next.CachedTokens != want {
 			t.Errorf("k=%d: the prompt and answer again: %d of %d tokens cached, plain decoding leaves %d", k, next.CachedTokens, next.PromptTokens, want)
 		}
+	}
+
+	// At the default floor, this random-weight model's low acceptance turns
+	// speculation off, which the stats say; the output stays the same.
+	d := openWith(t, engine.Options{Path: chat})
+	var notes []string
+	for range 4 {
+		var b strings.Builder
+		st, err := d.Generate(ctx, engine.GenerateRequest{Prompt: prompt, MaxTokens: 64, Speculate: 8},
+			func(p string) error { b.WriteString(p); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.ClearSeq(ctx, engine.SeqAnswer)
+		notes = append(notes, st.SpecNote)
+		if b.String() != plain {
+			t.Errorf("default floor: %q, want %q", b.String(), plain)
+		}
+	}
+	t.Logf("notes: %q", notes)
+	if !strings.HasPrefix(notes[0], "switched off") || !strings.HasPrefix(notes[1], "off:") {
+		t.Errorf("notes %q: want speculation switched off after the first answer's window", notes)
 	}
 }

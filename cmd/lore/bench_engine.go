@@ -77,6 +77,14 @@ type engineBench struct {
 	EngineOverheadRatio float64 `json:"engine_overhead_ratio"`
 	Runs                int     `json:"runs"`
 	Batch               int     `json:"batch"`
+	// With --speculative K: decode speed on the same prompts (a passage
+	// quoted twice, then 64 tokens) without and with prompt-lookup drafts
+	// of up to K tokens, never switched off, and the share accepted.
+	SpecK           int     `json:"spec_k,omitempty"`
+	SpecPlainTokS   float64 `json:"spec_plain_decode_tok_s,omitempty"`
+	SpecDecodeTokS  float64 `json:"spec_decode_tok_s,omitempty"`
+	SpecAcceptRate  float64 `json:"spec_accept_rate,omitempty"`
+	SpecSameOutputs bool    `json:"spec_same_outputs,omitempty"`
 }
 
 func benchEngine(ctx context.Context, args []string) error {
@@ -88,6 +96,7 @@ func benchEngine(ctx context.Context, args []string) error {
 	lengths := fs.String("lengths", "64,256,1024", "prompt lengths for prefill speed")
 	runs := fs.Int("runs", 3, "runs per measurement (the median is reported)")
 	batch := fs.Int("batch", 512, "tokens per decode call")
+	spec := fs.Int("speculative", 0, "also measure decode with prompt-lookup speculation of up to `K` drafted tokens a step")
 	variants := fs.String("variants", "", "runner `builds` to measure one after another: a comma list, or all (default: the one Lore picks)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -109,9 +118,12 @@ func benchEngine(ctx context.Context, args []string) error {
 	}
 	opt := engine.Options{Path: *model, Threads: *threads, FlashAttention: *flash,
 		NumCtx: max(slicesMax(lens), 1000) + 64 + 256, Batch: *batch}
+	if *spec > 0 {
+		opt.SpecFloor = 1e-9 // measure speculation itself: never switched off
+	}
 	for _, r := range runners {
 		opt.Runner = r
-		res, err := benchModel(ctx, opt, lens, *runs, *asJSON)
+		res, err := benchModel(ctx, opt, lens, *runs, *spec, *asJSON)
 		if err != nil {
 			return err
 		}
@@ -155,7 +167,7 @@ func benchRunners(list string) ([]string, error) {
 }
 
 // benchModel measures one model with one runner build.
-func benchModel(ctx context.Context, opt engine.Options, lens []int, runs int, quiet bool) (engineBench, error) {
+func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec int, quiet bool) (engineBench, error) {
 	var res engineBench
 	m, err := engine.Open(opt)
 	if err != nil {
@@ -218,6 +230,42 @@ func benchModel(ctx context.Context, opt engine.Options, lens []int, runs int, q
 	}
 	res.DecodeTokS = round1(median(decode))
 	progress("decode: %.1f tok/s", res.DecodeTokS)
+
+	if spec > 0 {
+		var plain, fast []float64
+		drafted, accepted := 0, 0
+		res.SpecK, res.SpecSameOutputs = spec, true
+		for range runs {
+			seed++
+			text, _, err := benchText(ctx, m, 150, seed)
+			if err != nil {
+				return res, err
+			}
+			prompt := text + "\n\n" + text + "\n\n" + text
+			var outs [2]strings.Builder
+			for i, k := range []int{0, spec} {
+				m.ClearSeq(ctx, engine.SeqAnswer)
+				st, err := m.Generate(ctx, engine.GenerateRequest{Prompt: prompt, MaxTokens: 64, Speculate: k},
+					func(p string) error { outs[i].WriteString(p); return nil })
+				if err != nil {
+					return res, err
+				}
+				if k == 0 {
+					plain = append(plain, st.DecodeTokS)
+				} else {
+					fast = append(fast, st.DecodeTokS)
+					drafted, accepted = drafted+st.Drafted, accepted+st.Accepted
+				}
+			}
+			res.SpecSameOutputs = res.SpecSameOutputs && outs[0].String() == outs[1].String()
+		}
+		res.SpecPlainTokS, res.SpecDecodeTokS = round1(median(plain)), round1(median(fast))
+		if drafted > 0 {
+			res.SpecAcceptRate = round1(100*float64(accepted)/float64(drafted)) / 100
+		}
+		progress("decode, passage quoted: %.1f tok/s plain, %.1f tok/s with up to %d drafted (%.0f%% of %d accepted); same output: %v",
+			res.SpecPlainTokS, res.SpecDecodeTokS, spec, 100*res.SpecAcceptRate, drafted, res.SpecSameOutputs)
+	}
 
 	// TTFT at 1,000 prompt tokens: cold, then with a 300-token prefix cached.
 	var cold, cached, overhead []float64

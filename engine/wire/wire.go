@@ -161,8 +161,12 @@ type Stats struct {
 	DecodeMs      float64 `json:"decode_ms"`
 	DecodeTokS    float64 `json:"decode_tok_s"`
 	// Drafted and Accepted count speculative draft tokens (Speculate).
-	Drafted  int `json:"drafted,omitempty"`
-	Accepted int `json:"accepted,omitempty"`
+	// SpecAcceptRate (the engine's) is the acceptance over its recent
+	// window, -1 when unknown; SpecNote says whether speculation ran.
+	Drafted        int     `json:"drafted,omitempty"`
+	Accepted       int     `json:"accepted,omitempty"`
+	SpecAcceptRate float64 `json:"spec_accept_rate,omitempty"`
+	SpecNote       string  `json:"spec_note,omitempty"`
 	// LlamaMs is the time spent inside llama_decode and sampling up to the
 	// first token; the rest of TTFT is the engine's own overhead.
 	LlamaMs float64 `json:"llama_ms"`
