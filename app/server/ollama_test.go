@@ -243,4 +243,3 @@ func TestRemoteChatAgainstOllama(t *testing.T) {
 		}
 	})
 }
-
