@@ -258,7 +258,7 @@ func (x *ask) retrieve() error {
 	}
 	x.rec.add(StageRetrieval, start, time.Now())
 	x.res = res
-	x.t.EmbedCacheHit, x.t.RetrievalCacheHit, x.t.RetrievalMode = res.EmbedCacheHit, res.CacheHit, res.Mode
+	x.t.EmbedCacheHit, x.t.EmbedLookup, x.t.RetrievalCacheHit, x.t.RetrievalMode = res.EmbedCacheHit, res.EmbedLookup, res.CacheHit, res.Mode
 	if res.Mode == retrieve.ModeBM25 {
 		x.degrade(2, "BM25 only: "+res.Degraded)
 	}

@@ -206,8 +206,8 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 
 func relKey(p string) string { return filepath.ToSlash(filepath.Clean(p)) }
 
-// workspaceDocs returns the workspace's documents by path relative to
-// their folder.
+// workspaceDocs returns the workspace's indexed documents by path
+// relative to their folder, the way labels name them.
 func (a *App) workspaceDocs(ctx context.Context, ws int64) (map[string]store.Document, error) {
 	folders, err := a.db.Folders(ctx, ws)
 	if err != nil {
@@ -220,13 +220,22 @@ func (a *App) workspaceDocs(ctx context.Context, ws int64) (map[string]store.Doc
 			return nil, err
 		}
 		for _, d := range ds {
-			out[relKey(d.Rel)] = d
+			if d.Status != store.StatusIndexed {
+				continue // not searchable: a label naming it is an error
+			}
+			k := relKey(d.Rel)
+			if o, ok := out[k]; ok {
+				return nil, fmt.Errorf("%s and %s: two folders hold %s, so a label naming it is ambiguous", o.Path, d.Path, k)
+			}
+			out[k] = d
 		}
 	}
 	return out, nil
 }
 
-// buildBaseline indexes the documents' files as they are on disk.
+// buildBaseline indexes the documents' files as they are on disk: the
+// baseline is plain FTS5 over files, so it suits text formats (a PDF or
+// DOCX goes in as its bytes).
 func buildBaseline(ctx context.Context, docs map[string]store.Document) (*store.Baseline, error) {
 	b, err := store.NewBaseline(ctx)
 	if err != nil {

@@ -81,7 +81,7 @@ func TestStatsCacheRates(t *testing.T) {
 	for _, tr := range traces {
 		if tr.RetrievalCacheHit {
 			hits++
-		} else if tr.RetrievalMode != "bm25" {
+		} else if tr.EmbedLookup {
 			embeds++
 			if tr.EmbedCacheHit {
 				embedHits++
@@ -89,7 +89,7 @@ func TestStatsCacheRates(t *testing.T) {
 		}
 	}
 	c := st.Caches
-	if !traces[1].RetrievalCacheHit || c.Retrieval.Lookups != 3 || c.Retrieval.Hits != hits || c.Embedding.Lookups != embeds || c.Embedding.Hits != embedHits {
+	if !traces[1].RetrievalCacheHit || !traces[0].EmbedLookup || c.Retrieval.Lookups != 3 || c.Retrieval.Hits != hits || c.Embedding.Lookups != embeds || c.Embedding.Hits != embedHits {
 		t.Errorf("caches %+v; traces: %d retrieval hits, %d embedding lookups (%d hits); repeat hit %v", c, hits, embeds, embedHits, traces[1].RetrievalCacheHit)
 	}
 }

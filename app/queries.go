@@ -219,7 +219,7 @@ type TraceStats struct {
 }
 
 // CacheRates counts cache lookups and hits. An embedding is looked up only
-// when the retrieval cache missed and the search used vectors.
+// when the retrieval cache missed and vectors were searched (or tried).
 type CacheRates struct {
 	Retrieval HitRate `json:"retrieval"`
 	Embedding HitRate `json:"embedding"`
@@ -286,13 +286,13 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 			Prefetch          string             `json:"prefetch"`
 			RetrievalCacheHit bool               `json:"retrieval_cache_hit"`
 			EmbedCacheHit     bool               `json:"embed_cache_hit"`
-			RetrievalMode     string             `json:"retrieval_mode"`
+			EmbedLookup       bool               `json:"embed_lookup"`
 			Stages            map[string]float64 `json:"stages"`
 		}
 		ok := json.Unmarshal(r.JSON, &t) == nil
 		if _, retrieved := t.Stages[StageRetrieval]; ok && retrieved {
 			out.Caches.Retrieval.add(t.RetrievalCacheHit)
-			if !t.RetrievalCacheHit && t.RetrievalMode != "" && t.RetrievalMode != "bm25" {
+			if t.EmbedLookup {
 				out.Caches.Embedding.add(t.EmbedCacheHit)
 			}
 		}

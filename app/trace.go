@@ -30,6 +30,7 @@ type Trace struct {
 	TurnPassages      []int64   `json:"turn_passages,omitempty"`
 	ContextBudget     int       `json:"context_budget"`
 	EmbedCacheHit     bool      `json:"embed_cache_hit"`
+	EmbedLookup       bool      `json:"embed_lookup,omitempty"` // the query embedding was looked up
 	RetrievalCacheHit bool      `json:"retrieval_cache_hit"`
 	RetrievalMode     string    `json:"retrieval_mode"`
 	Received          time.Time `json:"received"`

@@ -415,16 +415,16 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 		call.Trim = []int{SeqSpeculative}
 	}
 	call.Logits = req.Inspect != nil
-	var specNote string
-	if req.Sampling.Temperature <= 0 && req.Speculate > 0 {
-		call.Speculate, specNote = m.spec.allow(req.Speculate)
-	}
 	release, waited, err := m.queue.Acquire(ctx)
 	st.QueueMs = ms(waited)
 	if err != nil {
 		return st, err
 	}
 	defer release()
+	var specNote string
+	if req.Sampling.Temperature <= 0 && req.Speculate > 0 {
+		call.Speculate, specNote = m.spec.allow(req.Speculate) // an answer that runs counts towards the backoff
+	}
 	p, err := m.runner(ctx)
 	if err != nil {
 		return st, err

@@ -139,8 +139,6 @@ const minSparedRows = 1000
 // FTS5's bm25 parameters (fts5_aux.c).
 const bm25K1 = 1.2
 
-// ftsColumns is how many columns chunks_fts scores, each with weight 1 (schemaV6).
-const ftsColumns = 2
 
 // plan decides which of the query's words to search and how, from how many chunks of
 // the index hold each (FTS5's own IDF statistics, shared by all workspaces). Words are
@@ -204,8 +202,10 @@ func (db *DB) plan(ctx context.Context, words []string, limit int) searchPlan {
 
 	// Split off the commonest remaining words while the rarer ones, scored in full,
 	// can likely fill the results above the bound on what the common ones add:
-	// tf*(k1+1)/(tf+...) < k1+1, so a word adds less than idf*(k1+1) to any chunk per
-	// column, and one occurrence of a word in a chunk of average length adds idf.
+	// tf*(k1+1)/(tf+...) < k1+1, so a word adds less than idf*(k1+1) to any chunk (FTS5
+	// sums a phrase's frequencies over the columns before saturating them, so this holds
+	// with the heading column too), and one occurrence of a word in a chunk of average
+	// length adds idf.
 	if len(keep) < 2 {
 		return p
 	}
@@ -235,9 +235,7 @@ func (db *DB) plan(ctx context.Context, words []string, limit int) searchPlan {
 			p.rare = append(p.rare, words[i])
 		}
 	}
-	// Each column adds its own part; the split above counts the text's alone, as
-	// headings are short.
-	p.bound = bound * ftsColumns
+	p.bound = bound
 	return p
 }
 

@@ -286,7 +286,7 @@ type chatRequest struct {
 	CachePrompt bool     `json:"cache_prompt"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
-	Temperature *float32 `json:"temperature,omitempty"`
+	Temperature float32  `json:"temperature"` // always sent: 0 is greedy
 	TopP        *float32 `json:"top_p,omitempty"`
 	Seed        *uint32  `json:"seed,omitempty"`
 }
@@ -337,11 +337,15 @@ func (c *Chat) Generate(ctx context.Context, req engine.GenerateRequest, fn func
 	}
 	body := chatRequest{Model: c.o.Model, Messages: msgs, Stream: true, StreamOptions: map[string]bool{"include_usage": true},
 		CachePrompt: true, MaxTokens: req.MaxTokens, Stop: req.Stop}
-	if s := req.Sampling; s != (engine.Sampling{}) {
-		body.Temperature, body.TopP = &s.Temperature, &s.TopP
-		if s.Seed != 0 {
-			body.Seed = &s.Seed
-		}
+	// Temperature 0 is sent too: Lore's default is greedy, a server's is
+	// usually sampling (Ollama's 0.8).
+	s := req.Sampling
+	body.Temperature = s.Temperature
+	if s.TopP > 0 {
+		body.TopP = &s.TopP
+	}
+	if s.Seed != 0 {
+		body.Seed = &s.Seed
 	}
 	if req.OnPlan != nil {
 		req.OnPlan(st) // the server plans out of sight: counts unknown

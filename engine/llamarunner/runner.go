@@ -623,7 +623,9 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		}
 		var draft []int
 		if sc == nil && req.Speculate > 0 {
-			draft = lookupDraft(append(s.seqs[seq], tok), min(req.Speculate, maxTokens-st.DecodeTokens, s.p.NumCtx-pos-1))
+			// The draft rides in tok's batch: it fits the batch, the answer's
+			// token budget and the context.
+			draft = lookupDraft(append(s.seqs[seq], tok), min(req.Speculate, s.p.Batch-1, maxTokens-st.DecodeTokens, s.p.NumCtx-pos-1))
 		}
 		s.batch.Clear()
 		s.batch.Add(tok, nil, pos, true, seq)

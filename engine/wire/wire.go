@@ -165,7 +165,7 @@ type Stats struct {
 	// window, -1 when unknown; SpecNote says whether speculation ran.
 	Drafted        int     `json:"drafted,omitempty"`
 	Accepted       int     `json:"accepted,omitempty"`
-	SpecAcceptRate float64 `json:"spec_accept_rate,omitempty"`
+	SpecAcceptRate float64 `json:"spec_accept_rate"`
 	SpecNote       string  `json:"spec_note,omitempty"`
 	// LlamaMs is the time spent inside llama_decode and sampling up to the
 	// first token; the rest of TTFT is the engine's own overhead.

@@ -105,6 +105,7 @@ type Result struct {
 	Mode          string // ModeHybrid, ModeBM25 (no embedding model, or the vector step failed) or ModeVector (BM25 failed)
 	Degraded      string // why not hybrid; "" when hybrid
 	EmbedCacheHit bool
+	EmbedLookup   bool  // the query embedding was looked up (EmbedCacheHit says where it came from)
 	CacheHit      bool  // the whole result came from the retrieval cache
 	Generation    int64 // the workspace's index generation the result reflects
 	// VectorStale reports that the vector index lagged behind Generation (a
@@ -267,7 +268,7 @@ func (r *Retriever) Search(ctx context.Context, ws int64, query string, opt Opti
 	if !opt.NoCache {
 		if c, ok := r.results.get(key, func(c cachedResult) bool { return c.gen == gen }); ok {
 			res := c.res.clone()
-			res.CacheHit, res.EmbedCacheHit, res.VectorStale = true, false, false
+			res.CacheHit, res.EmbedCacheHit, res.EmbedLookup, res.VectorStale = true, false, false, false
 			res.Timing = Timing{Total: span(t0, t0, time.Now())}
 			return res, nil
 		}
@@ -298,7 +299,7 @@ func (r *Retriever) Search(ctx context.Context, ws int64, query string, opt Opti
 		return Result{}, fmt.Errorf("retrieve: %w", err)
 	}
 
-	res := Result{Generation: gen, EmbedCacheHit: vo.cacheHit, VectorStale: vo.stale}
+	res := Result{Generation: gen, EmbedCacheHit: vo.cacheHit, EmbedLookup: vo.looked, VectorStale: vo.stale}
 	res.Timing.Embed, res.Timing.Vector, res.Timing.BM25 = vo.embed, vo.search, bmStep
 	if res.Mode, res.Degraded, err = decideMode(bmErr, vo.err); err != nil {
 		return Result{}, fmt.Errorf("retrieve: %w", err)
@@ -351,6 +352,7 @@ type vecOutcome struct {
 	hits          []vector.Result
 	embed, search Step
 	cacheHit      bool
+	looked        bool // the query embedding was looked up
 	stale         bool
 	err           error // why the vector side gave nothing
 }
@@ -366,7 +368,7 @@ func (r *Retriever) vectorSearch(ctx context.Context, t0 time.Time, ws int64, no
 	}
 	s := time.Now()
 	q, hit, err := r.embedQuery(ctx, norm)
-	out.embed, out.cacheHit = span(t0, s, time.Now()), hit
+	out.embed, out.cacheHit, out.looked = span(t0, s, time.Now()), hit, true
 	if err != nil {
 		out.err = fmt.Errorf("query embedding failed: %w", err)
 		return out

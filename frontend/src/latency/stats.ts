@@ -153,7 +153,7 @@ export function binHeights(bins: HistBin[]): number[] {
   return bins.map((b) => (max > 0 ? b.count / max : 0));
 }
 
-/** "62% of 40 lookups" for one cache; "no lookups" when none. */
+/** "63% of 40 lookups" for one cache; "no lookups" when none. */
 export function hitRateText(r: Partial<HitRate> | undefined): string {
   const n = typeof r?.lookups === 'number' ? r.lookups : 0;
   if (n <= 0) return 'no lookups';
