@@ -104,6 +104,7 @@ type AskArgs struct {
 	Question  string `json:"question"`
 	Workspace string `json:"workspace"`
 	ChatID    int64  `json:"chat_id,omitempty"`
+	Route     string `json:"route,omitempty"` // auto, main or fast
 	ClientID  string `json:"client_id"`
 }
 
@@ -127,7 +128,7 @@ func (d *App) Ask(req AskArgs) (string, error) {
 		defer d.wg.Done()
 		first := true
 		_, err := d.core.Ask(ctx, app.AskRequest{Question: req.Question, Workspace: req.Workspace, ChatID: req.ChatID,
-			ClientID: req.ClientID, RequestID: id, Received: received}, func(ev app.Event) error {
+			Route: req.Route, ClientID: req.ClientID, RequestID: id, Received: received}, func(ev app.Event) error {
 			if first {
 				first = false
 				admitted <- nil

@@ -55,6 +55,9 @@ type Config struct {
 	DataDir string
 	// Models override the saved settings for this run ("" keeps them).
 	ChatModel, EmbedModel, RerankModel string
+	// FastChatModel is the router's fast chat model for this run (see
+	// Settings.FastChatModel; "" keeps the saved one).
+	FastChatModel string
 	// ChatURL and EmbedURL send the chat or embedding role to an
 	// OpenAI-compatible server for this run, with the model names to ask
 	// for (override the settings; "" keeps them). A local ChatModel then
@@ -96,10 +99,10 @@ type App struct {
 
 	mu       sync.Mutex // guards everything below
 	settings Settings
-	cur      *models   // the models questions start with now
-	retired  []*models // replaced sets still held by a question, oldest first
-	prefill  float64   // measured prefill tokens/s (EWMA), for budgets and ETAs
-	rerankMs float64   // measured rerank cost per candidate (EWMA)
+	cur      *models            // the models questions start with now
+	retired  []*models          // replaced sets still held by a question, oldest first
+	prefill  map[string]float64 // measured prefill tokens/s (EWMA) per chat model, for budgets, routes and ETAs
+	rerankMs float64            // measured rerank cost per candidate (EWMA)
 	inflight map[string]*run
 	// tokenCounts remembers passages' token counts per chat model.
 	tokenCounts map[string]int
@@ -159,7 +162,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, db: db, log: cfg.Logger, inflight: map[string]*run{}, tokenCounts: map[string]int{}, prefetched: map[string]time.Time{}}
+	a := &App{cfg: cfg, db: db, log: cfg.Logger, inflight: map[string]*run{}, tokenCounts: map[string]int{}, prefetched: map[string]time.Time{},
+		prefill: map[string]float64{}}
 	if a.settings, err = loadSettings(ctx, db); err != nil {
 		db.Close()
 		return nil, err
@@ -169,6 +173,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		v   string
 	}{
 		{&a.settings.ChatModel, cfg.ChatModel}, {&a.settings.EmbedModel, cfg.EmbedModel}, {&a.settings.RerankModel, cfg.RerankModel},
+		{&a.settings.FastChatModel, cfg.FastChatModel},
 		{&a.settings.ChatURL, cfg.ChatURL}, {&a.settings.ChatURLModel, cfg.ChatURLModel},
 		{&a.settings.EmbedURL, cfg.EmbedURL}, {&a.settings.EmbedURLModel, cfg.EmbedURLModel}} {
 		if o.v != "" {

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,6 +40,7 @@ func setup(t *testing.T) (dir string) {
 		}
 		for name, opt := range map[string]synth.Options{
 			"chat.gguf":   {Shape: "tiny", Seed: 1},
+			"fast.gguf":   {Shape: "tiny", Seed: 4},
 			"embed.gguf":  {Shape: "tiny", Embedding: true, Seed: 2},
 			"rerank.gguf": {Shape: "tiny", Reranker: true, Seed: 3},
 		} {
@@ -67,7 +69,7 @@ var library = map[string]string{
 	"music.md":   "# Music\n\nThe city orchestra plays a summer concert in the park every year.\n",
 }
 
-type opts struct{ chat, embed, rerank bool }
+type opts struct{ chat, embed, rerank, fast bool }
 
 func newApp(t *testing.T, o opts) *app.App {
 	t.Helper()
@@ -82,6 +84,9 @@ func newApp(t *testing.T, o opts) *app.App {
 	}
 	if o.rerank {
 		cfg.RerankModel = filepath.Join(dir, "rerank.gguf")
+	}
+	if o.fast {
+		cfg.FastChatModel = filepath.Join(dir, "fast.gguf")
 	}
 	a, err := app.New(context.Background(), cfg)
 	if err != nil {
@@ -527,18 +532,41 @@ func TestWatchKeepsWorkspaceCurrent(t *testing.T) {
 	if err := a.AddFolder(context.Background(), "default", lib); err != nil {
 		t.Fatal(err)
 	}
+	// What the job runner did, for the failure message.
+	events, _, stop, err := a.Subscribe(context.Background(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var (
+		mu  sync.Mutex
+		log []string
+	)
+	go func() {
+		for ev := range events {
+			b, _ := json.Marshal(ev.Payload())
+			mu.Lock()
+			log = append(log, time.Now().Format("15:04:05.000 ")+ev.Kind()+" "+string(b))
+			mu.Unlock()
+		}
+	}()
 	found := func(q string) bool {
 		res, err := a.Search(context.Background(), "default", q, searchOpts)
 		return err == nil && len(res.Passages) > 0
 	}
+	// A bound only against hanging: under a loaded CI machine a run can
+	// take seconds.
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			if cond() {
 				return
 			}
 		}
-		t.Fatalf("timed out waiting for %s", what)
+		st, _ := a.IndexStatus(context.Background(), "default")
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("timed out waiting for %s; index state %+v; events:\n%s", what, st, strings.Join(log, "\n"))
 	}
 	waitFor("the folder to be indexed", func() bool { return found("lighthouse") })
 	os.WriteFile(filepath.Join(lib, "second.md"), []byte("# Second\n\nThe ferry timetable changes in winter.\n"), 0o644)

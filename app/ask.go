@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,6 +27,9 @@ type AskRequest struct {
 	// ClientID is a front door's own name for the request (the desktop's
 	// event channel): Cancel accepts it too.
 	ClientID string `json:"client_id,omitempty"`
+	// Route picks the chat model: auto (the default: the router's rules,
+	// see pickRoute), main or fast.
+	Route string `json:"route,omitempty"`
 	// RequestID and Received are set by a front door that saw the request
 	// first; zero values mean a fresh id and now.
 	RequestID string    `json:"-"`
@@ -70,6 +74,9 @@ type ask struct {
 	m    *models
 	s    Settings
 	ws   store.Workspace
+	gen  Generator // the chat model that answers (its route's)
+	// routeAsked is the request's route; "" (a prefetch) does not route.
+	routeAsked string
 
 	history  []turn
 	res      retrieve.Result
@@ -97,6 +104,9 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 	case req.ChatID < 0:
 		return nil, fmt.Errorf("%w: bad chat id", ErrInvalid)
 	}
+	if err := a.checkRoute(req.Route); err != nil {
+		return nil, err
+	}
 	ws, err := a.lookup(ctx, req.Workspace)
 	if err != nil {
 		return nil, err
@@ -121,7 +131,7 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 	ctx, span := a.cfg.Tracer.Start(ctx, "ask", trace.WithTimestamp(t.Received))
 	m, let := a.hold()
 	x := &ask{a: a, ctx: ctx, q: q, t: t, rec: newRecorder(ctx, a.cfg.Tracer, t), emit: emit, m: m,
-		s: a.Settings(), ws: ws, span: span}
+		s: a.Settings(), ws: ws, span: span, gen: m.chat, routeAsked: cmp.Or(req.Route, RouteAuto)}
 	x.release = func() {
 		let()
 		cancel()
@@ -130,6 +140,15 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 	}
 	t.VersionID = m.versionID()
 	return x, nil
+}
+
+// quietAsk is a question that only runs stages up to assembly, for the
+// main chat model, sending no events and storing nothing (a prefetch, a
+// fidelity measurement).
+func (a *App) quietAsk(ctx context.Context, q string, m *models, ws store.Workspace) *ask {
+	t := &Trace{Received: time.Now(), Stages: map[string]float64{}, StageStarts: map[string]float64{}}
+	return &ask{a: a, ctx: ctx, q: q, t: t, rec: newRecorder(ctx, a.cfg.Tracer, t), m: m, s: a.Settings(), ws: ws,
+		gen: m.chat, emit: func(Event) error { return nil }}
 }
 
 // run calls the stages in order until one fails.
@@ -296,11 +315,22 @@ func (x *ask) assemble() error {
 	passages := x.res.Passages[:min(x.s.TopK, len(x.res.Passages))]
 	x.stage(StageAssemble, stageStart, nil)
 	start := time.Now()
-	if x.m.chat != nil {
+	if x.gen != nil {
 		x.t.ContextBudget = x.a.contextBudget(x.s)
-		p, err := x.a.assemble(x.ctx, x.m.chat, x.history, x.q, passages, x.t.ContextBudget)
+		p, err := x.a.assemble(x.ctx, x.gen, x.history, x.q, passages, x.t.ContextBudget)
 		if err != nil {
 			return err
+		}
+		if x.routeAsked != "" {
+			x.passages = p.passages // the prefetch check compares them
+			var g Generator
+			x.t.RouteRole, g, x.t.RouteReason = x.pickRoute(p)
+			if g != x.gen { // the fast model renders and counts in its own template and vocabulary
+				x.gen = g
+				if p, err = x.a.assemble(x.ctx, g, x.history, x.q, passages, x.t.ContextBudget); err != nil {
+					return err
+				}
+			}
 		}
 		x.prompt, x.passages, x.parts = p.text, p.passages, p.parts
 		for _, q := range p.turn {
@@ -347,11 +377,11 @@ func (x *ask) generate() error {
 		return nil
 	}
 	var err error
-	if x.m.chat == nil {
+	if x.gen == nil {
 		x.t.Route = "extractive"
 		err = token(extractive(x.passages, "no generation model is configured"))
 	} else {
-		x.t.Route = x.m.chat.ID()
+		x.t.Route = x.gen.ID()
 		// The model answers one question at a time: a question waits here,
 		// not earlier, so its retrieval overlaps the answer before it.
 		x.stage(StageQueue, stageStart, nil)
@@ -369,7 +399,7 @@ func (x *ask) generate() error {
 			planAt = time.Now()
 			x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
 			expected := 0.0
-			if sp := x.a.PrefillSpeed(); sp > 0 {
+			if sp := x.a.prefillSpeed(x.gen.ID()); sp > 0 {
 				expected = float64(plan.EvalTokens) / sp * 1000
 			}
 			x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
@@ -384,7 +414,7 @@ func (x *ask) generate() error {
 	}
 	end := time.Now()
 	x.rec.set(StageTotal, x.rec.since(end), 0)
-	if x.m.chat != nil {
+	if x.gen != nil {
 		// Decode runs from the first token to the end, on this process's
 		// clock: the live event and the stored trace carry the same figure.
 		from := end
@@ -424,7 +454,7 @@ func (x *ask) recordGeneration(genStart time.Time, st engine.Stats) {
 	}
 	rec.set(StageLLMTTFT, llm, rec.since(genStart)+st.QueueMs)
 	if st.EvalTokens > 0 && st.PrefillMs > 0 {
-		x.a.notePrefill(st.EvalTokens, st.PrefillMs)
+		x.a.notePrefill(x.gen.ID(), st.EvalTokens, st.PrefillMs)
 	}
 }
 

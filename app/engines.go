@@ -17,6 +17,7 @@ import (
 // replaced close once no one holds the sets that used them.
 type models struct {
 	chat      Generator
+	fast      Generator // the router's fast chat model (nil: none)
 	fallback  Generator // the local chat model when chat is remote
 	embed     Embedder
 	rerank    Reranker
@@ -66,7 +67,7 @@ func (a *App) let(m *models) {
 }
 
 func (m *models) closeAll() {
-	for _, c := range append(m.drop, closers(m.chat, m.fallback, m.embed, m.rerank, m.retriever)...) {
+	for _, c := range append(m.drop, closers(m.chat, m.fast, m.fallback, m.embed, m.rerank, m.retriever)...) {
 		c.Close()
 	}
 }
@@ -94,6 +95,7 @@ func (a *App) openModels(s Settings) (*models, error) {
 		set      func(*engine.Model)
 	}{
 		{"chat", s.ChatModel, a.cfg.ChatModel != "", func(e *engine.Model) { m.chat = e }},
+		{"fast chat", s.FastChatModel, a.cfg.FastChatModel != "", func(e *engine.Model) { m.fast = e }},
 		{"embedding", s.EmbedModel, a.cfg.EmbedModel != "" && s.EmbedURL == "", func(e *engine.Model) { m.embed = e }},
 		{"rerank", s.RerankModel, a.cfg.RerankModel != "", func(e *engine.Model) { m.rerank = e }},
 	} {
@@ -164,6 +166,9 @@ func (a *App) switchModels(s Settings) error {
 	}
 	err := open(s.ChatModel, cur.ChatModel, func(e *engine.Model) { *chat = nilIfNone[Generator](e) }, *chat)
 	if err == nil {
+		err = open(s.FastChatModel, cur.FastChatModel, func(e *engine.Model) { next.fast = nilIfNone[Generator](e) }, next.fast)
+	}
+	if err == nil {
 		err = open(s.EmbedModel, cur.EmbedModel, func(e *engine.Model) { next.embed = nilIfNone[Embedder](e) }, next.embed)
 	}
 	if err == nil {
@@ -206,8 +211,9 @@ func (a *App) current() *models {
 	return a.cur
 }
 
-// warm starts the runners and evaluates the chat model's system prefix, so
-// the first question pays for neither. Its prefill speed seeds the
+// warm starts the runners and evaluates the chat models' system prefix
+// (the main model's, then the fast one's: each route keeps its own), so
+// the first question pays for neither. Their prefill speeds seed the
 // estimates.
 func (a *App) warm(m *models) {
 	defer close(m.warmed)
@@ -226,26 +232,36 @@ func (a *App) warm(m *models) {
 	if m.chat == nil {
 		return
 	}
-	prefix, err := m.chat.Template().Prefix(systemPrompt)
+	if w, ok := a.warmChat(ctx, m.chat); ok {
+		a.mu.Lock()
+		a.warmed = w
+		a.mu.Unlock()
+	}
+	if m.fast != nil {
+		a.warmChat(ctx, m.fast)
+	}
+}
+
+// warmChat reads (or restores) g's system prefix into its cache.
+func (a *App) warmChat(ctx context.Context, g Generator) (WarmInfo, bool) {
+	prefix, err := g.Template().Prefix(systemPrompt)
 	if err != nil {
-		a.log.Warn("system prefix", "err", err)
-		return
+		a.log.Warn("system prefix", "model", g.ID(), "err", err)
+		return WarmInfo{}, false
 	}
 	start := time.Now()
-	st, err := m.chat.Warm(engine.WithPriority(ctx, engine.Interactive), prefix)
+	st, err := g.Warm(engine.WithPriority(ctx, engine.Interactive), prefix)
 	if err != nil {
-		a.log.Warn("warm chat model", "model", m.chat.ID(), "err", err)
-		return
+		a.log.Warn("warm chat model", "model", g.ID(), "err", err)
+		return WarmInfo{}, false
 	}
 	if !st.Restored && st.PrefillMs > 0 {
-		a.notePrefill(st.EvalTokens, st.PrefillMs)
+		a.notePrefill(g.ID(), st.EvalTokens, st.PrefillMs)
 	}
-	w := WarmInfo{Model: m.chat.ID(), Tokens: st.PromptTokens, Restored: st.Restored, RestoreMs: round(st.RestoreMs),
+	w := WarmInfo{Model: g.ID(), Tokens: st.PromptTokens, Restored: st.Restored, RestoreMs: round(st.RestoreMs),
 		PrefillMs: round(st.PrefillMs), ReadyMs: round(ms(time.Since(start)))}
-	a.mu.Lock()
-	a.warmed = w
-	a.mu.Unlock()
 	a.log.Debug("chat model warm", "model", w.Model, "tokens", w.Tokens, "restored", w.Restored, "restore_ms", w.RestoreMs, "prefill_ms", w.PrefillMs)
+	return w, true
 }
 
 // WarmInfo is how the chat model's system prefix got into its cache: read
@@ -277,20 +293,29 @@ func (a *App) WaitWarm(ctx context.Context) error {
 	}
 }
 
-func (a *App) notePrefill(tokens int, ms float64) {
+func (a *App) notePrefill(model string, tokens int, ms float64) {
 	if tokens < 16 || ms <= 0 {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.prefill = ewma(a.prefill, float64(tokens)/(ms/1000))
+	a.prefill[model] = ewma(a.prefill[model], float64(tokens)/(ms/1000))
 }
 
-// PrefillSpeed is the measured prompt-reading speed in tokens/s (0 if unknown).
+// PrefillSpeed is the main chat model's measured prompt-reading speed in
+// tokens/s (0 if unknown).
 func (a *App) PrefillSpeed() float64 {
+	m := a.current()
+	if m.chat == nil {
+		return 0
+	}
+	return a.prefillSpeed(m.chat.ID())
+}
+
+func (a *App) prefillSpeed(model string) float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.prefill
+	return a.prefill[model]
 }
 
 // rerankCost is the measured milliseconds per reranked candidate.

@@ -113,9 +113,7 @@ func (a *App) MeasureFidelity(ctx context.Context, req FidelityRequest) (Fidelit
 	rows := make([]FidelityRow, len(req.Repairs))
 	prefills := make([][]float64, len(req.Repairs))
 	for _, q := range req.Questions {
-		x := &ask{a: a, ctx: ctx, q: q, t: &Trace{Stages: map[string]float64{}, StageStarts: map[string]float64{}},
-			m: m, s: a.Settings(), ws: ws, emit: func(Event) error { return nil }}
-		x.rec = newRecorder(ctx, a.cfg.Tracer, x.t)
+		x := a.quietAsk(ctx, q, m, ws)
 		if err := x.run(x.retrieve, x.rerank, x.assemble); err != nil {
 			return f, err
 		}

@@ -213,6 +213,9 @@ func (x *job) watch() {
 	go func() {
 		defer x.j.wg.Done()
 		err := ingest.WatchChanges(ctx, roots, ingest.Options{Progress: func(p ingest.Progress) {
+			if p.Err != nil { // a folder not watched: changes there wait for the next run
+				a.log.Warn("watch", "workspace", x.ws.Name, "path", p.Err.Path, "err", p.Err.Reason)
+			}
 			v := progressOf(p)
 			x.publish(IndexEvent{Progress: &v})
 		}}, x.request)

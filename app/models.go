@@ -191,7 +191,7 @@ func (a *App) System() System {
 	for _, r := range []struct {
 		role string
 		m    any
-	}{{"chat", m.chat}, {"chat fallback", m.fallback}, {"embedding", m.embed}, {"rerank", m.rerank}} {
+	}{{"chat", m.chat}, {"fast chat", m.fast}, {"chat fallback", m.fallback}, {"embedding", m.embed}, {"rerank", m.rerank}} {
 		if m, ok := r.m.(*engine.Model); ok && m != nil {
 			ri := m.Runner()
 			if ri.Buffers == nil {

@@ -70,14 +70,14 @@ func (x *ask) stitchFor() *engine.Stitch {
 		x.t.Stitch, x.t.StitchNote = "refused", why
 		return nil
 	}
-	if _, ok := x.m.chat.(passageCacher); !ok {
+	if _, ok := x.gen.(passageCacher); !ok {
 		return refuse("the chat model is not local")
 	}
-	prefix, err := passagePrefix(x.m.chat.Template())
+	prefix, err := passagePrefix(x.gen.Template())
 	if err != nil {
 		return refuse(err.Error())
 	}
-	why, note := x.a.fidelityRefuses(x.ctx, x.m.chat.ID(), x.s.PassageRepair)
+	why, note := x.a.fidelityRefuses(x.ctx, x.gen.ID(), x.s.PassageRepair)
 	if why != "" {
 		return refuse(why)
 	}
@@ -99,16 +99,16 @@ func (x *ask) noteStitch(st engine.Stats) {
 // the setting is on, the chat model can and its fidelity allows stitching;
 // it reports whether it did.
 func (x *ask) queuePassages() bool {
-	if !x.s.PassageKV || x.parts == nil || x.m.chat == nil {
+	if !x.s.PassageKV || x.parts == nil || x.gen == nil {
 		return false
 	}
-	if _, ok := x.m.chat.(passageCacher); !ok {
+	if _, ok := x.gen.(passageCacher); !ok {
 		return false
 	}
-	if why, _ := x.a.fidelityRefuses(x.ctx, x.m.chat.ID(), x.s.PassageRepair); why != "" {
+	if why, _ := x.a.fidelityRefuses(x.ctx, x.gen.ID(), x.s.PassageRepair); why != "" {
 		return false
 	}
-	prefix, err := passagePrefix(x.m.chat.Template())
+	prefix, err := passagePrefix(x.gen.Template())
 	if err != nil {
 		return false
 	}
@@ -128,7 +128,7 @@ func (x *ask) queuePassages() bool {
 		if !ok {
 			r = len(rank) // an earlier turn's: its KV is in the conversation's prefix
 		}
-		jobs = append(jobs, passageJob{model: x.m.chat.ID(), prefix: prefix, text: p.Text, rank: r})
+		jobs = append(jobs, passageJob{model: x.gen.ID(), prefix: prefix, text: p.Text, rank: r})
 		n++
 	}
 	slices.SortStableFunc(jobs, func(a, b passageJob) int { return cmp.Compare(b.rank, a.rank) })

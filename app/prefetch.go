@@ -111,9 +111,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		return PrefetchResult{Reason: "remote chat model"}, nil
 	}
 	ctx = engine.WithPriority(ctx, engine.Background)
-	x := &ask{a: a, ctx: ctx, q: draft, t: &Trace{Received: time.Now(), Stages: map[string]float64{}, StageStarts: map[string]float64{}},
-		m: m, s: a.Settings(), ws: ws, emit: func(Event) error { return nil }}
-	x.rec = newRecorder(ctx, a.cfg.Tracer, x.t)
+	x := a.quietAsk(ctx, draft, m, ws)
 	x.t.ChatID = req.ChatID
 	if err := x.run(x.loadHistory, x.retrieve, x.rerank, x.assemble); err != nil {
 		let()
@@ -228,7 +226,7 @@ func (x *ask) notePrefetch() (expected bool) {
 	case sp == nil:
 		t.Prefetch = PrefetchNone
 		return false
-	case s.model != x.m.chat.ID():
+	case s.model != x.gen.ID():
 		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissModel
 	case s.key != x.specKey():
 		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissPassages

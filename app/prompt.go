@@ -27,6 +27,9 @@ type prompt struct {
 	text     string
 	passages []retrieve.Passage // every passage it holds, numbered in this order
 	turn     []retrieve.Passage // those placed in this turn's message (a suffix of passages)
+	// turnTokens is the tokens of turn's passages: what a model that holds
+	// the conversation so far has left to read, besides the question.
+	turnTokens int
 	// parts is text cut around each passage's body, for stitching saved
 	// passage KV (nil if the template moved the bodies out of reach).
 	parts []engine.Part
@@ -159,7 +162,7 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 		return prompt{}, err
 	}
 	all = append(all, fit...)
-	return prompt{text: text, passages: all, turn: fit, parts: splitParts(text, all)}, nil
+	return prompt{text: text, passages: all, turn: fit, turnTokens: used, parts: splitParts(text, all)}, nil
 }
 
 // splitParts cuts text around each passage's body (its source block after

@@ -211,7 +211,9 @@ type TraceStats struct {
 	ByFallback map[string]GroupStats  `json:"by_fallback"`
 	// ByPrefetch splits answers by whether their prompt was read while the
 	// user typed: hit, miss or none.
-	ByPrefetch    map[string]GroupStats `json:"by_prefetch"`
+	ByPrefetch map[string]GroupStats `json:"by_prefetch"`
+	// ByRoute splits answers by the chat model the router picked: main or fast.
+	ByRoute       map[string]GroupStats `json:"by_route"`
 	TTFTHistogram []HistogramBin        `json:"ttft_histogram"`
 	// Caches is how often the retrieval result cache and the query
 	// embedding cache answered, over the answers of the window.
@@ -280,10 +282,22 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 	}
 	counts := make([]int, len(ttftBins)+1)
 	type group struct{ ttft, total []float64 }
-	prefetch := map[string]*group{}
+	prefetch, route := map[string]*group{}, map[string]*group{}
+	addTo := func(groups map[string]*group, k string, r store.TraceRecord) {
+		if k == "" {
+			return
+		}
+		g := groups[k]
+		if g == nil {
+			g = &group{}
+			groups[k] = g
+		}
+		g.ttft, g.total = append(g.ttft, r.TTFTms), append(g.total, r.TotalMs)
+	}
 	for _, r := range recs {
 		var t struct {
 			Prefetch          string             `json:"prefetch"`
+			RouteRole         string             `json:"route_role"`
 			RetrievalCacheHit bool               `json:"retrieval_cache_hit"`
 			EmbedCacheHit     bool               `json:"embed_cache_hit"`
 			EmbedLookup       bool               `json:"embed_lookup"`
@@ -296,13 +310,9 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 				out.Caches.Embedding.add(t.EmbedCacheHit)
 			}
 		}
-		if ok && t.Prefetch != "" {
-			g := prefetch[t.Prefetch]
-			if g == nil {
-				g = &group{}
-				prefetch[t.Prefetch] = g
-			}
-			g.ttft, g.total = append(g.ttft, r.TTFTms), append(g.total, r.TotalMs)
+		if ok {
+			addTo(prefetch, t.Prefetch, r)
+			addTo(route, t.RouteRole, r)
 		}
 		i := 0
 		for i < len(ttftBins) && r.TTFTms > ttftBins[i] {
@@ -318,10 +328,14 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 		}
 		out.TTFTHistogram = append(out.TTFTHistogram, bin)
 	}
-	out.ByPrefetch = map[string]GroupStats{}
-	for k, g := range prefetch {
-		out.ByPrefetch[k] = GroupStats{N: len(g.ttft), TTFT: store.Percentile(g.ttft), Total: store.Percentile(g.total), Stages: map[string]Percentiles{}}
+	stats := func(groups map[string]*group) map[string]GroupStats {
+		out := map[string]GroupStats{}
+		for k, g := range groups {
+			out[k] = GroupStats{N: len(g.ttft), TTFT: store.Percentile(g.ttft), Total: store.Percentile(g.total), Stages: map[string]Percentiles{}}
+		}
+		return out
 	}
+	out.ByPrefetch, out.ByRoute = stats(prefetch), stats(route)
 	return out, nil
 }
 

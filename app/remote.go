@@ -50,8 +50,8 @@ func (a *App) openRemoteEmbed(s Settings) (*remote.Embedder, error) {
 // local model answer the same messages, recorded as a fallback. Without a
 // local model the remote's error is the answer's error.
 func (x *ask) generateChat(req engine.GenerateRequest, token func(string) error) (engine.Stats, error) {
-	st, err := x.m.chat.Generate(x.ctx, req, token)
-	if err == nil || !errors.Is(err, remote.ErrUnavailable) || x.answer.Len() > 0 {
+	st, err := x.gen.Generate(x.ctx, req, token)
+	if err == nil || !errors.Is(err, remote.ErrUnavailable) || x.answer.Len() > 0 || x.gen != x.m.chat {
 		return st, err
 	}
 	if x.m.fallback == nil {

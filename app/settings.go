@@ -48,11 +48,21 @@ type Settings struct {
 	// stitched passage's first tokens are read again in place.
 	PassageKV     bool `json:"passage_kv"`
 	PassageRepair int  `json:"passage_repair"`
+
+	// FastChatModel is a smaller chat model beside the main one ("": none).
+	// The router (route.go) sends a question to it when the main model
+	// would miss RouteTTFTMs (0: no budget) reading the question's new
+	// tokens at its measured speed, or when the question has at most
+	// RouteShortWords words (0: off) and starts a chat.
+	FastChatModel   string `json:"fast_chat_model"`
+	RouteTTFTMs     int    `json:"route_ttft_ms"`
+	RouteShortWords int    `json:"route_short_words"`
 }
 
 // DefaultSettings are what a new data folder starts with.
 func DefaultSettings() Settings {
-	return Settings{TopK: 6, RerankK: 20, RerankBudgetMs: 1500, MaxTokens: 256, PassageRepair: DefaultPassageRepair}
+	return Settings{TopK: 6, RerankK: 20, RerankBudgetMs: 1500, MaxTokens: 256, PassageRepair: DefaultPassageRepair,
+		RouteTTFTMs: 1000}
 }
 
 const settingsKey = "settings"
@@ -78,7 +88,8 @@ func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 	if err := s.validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if cur := a.Settings(); cur.ChatModel != s.ChatModel || cur.EmbedModel != s.EmbedModel || cur.RerankModel != s.RerankModel {
+	if cur := a.Settings(); cur.ChatModel != s.ChatModel || cur.EmbedModel != s.EmbedModel || cur.RerankModel != s.RerankModel ||
+		cur.FastChatModel != s.FastChatModel {
 		// Discovering models reads every GGUF header found: only when they change.
 		if err := a.checkModels(ctx, s); err != nil {
 			return err
@@ -117,13 +128,13 @@ func (a *App) checkModels(ctx context.Context, s Settings) error {
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{"": true, cur.ChatModel: true, cur.EmbedModel: true, cur.RerankModel: true}
+	known := map[string]bool{"": true, cur.ChatModel: true, cur.EmbedModel: true, cur.RerankModel: true, cur.FastChatModel: true}
 	for _, m := range found {
 		if m.Error == "" {
 			known[m.Path] = true
 		}
 	}
-	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel} {
+	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel, s.FastChatModel} {
 		if !known[p] {
 			return fmt.Errorf("%w: %s is not among the models found on this machine (see the Models view)", ErrInvalid, p)
 		}
@@ -148,6 +159,8 @@ func (s Settings) validate() error {
 		{"gpu_layers", s.GPULayers, 0, 1024},
 		{"remote_ttft_ms", s.RemoteTTFTMs, 0, 600_000},
 		{"passage_repair", s.PassageRepair, 0, 4096},
+		{"route_ttft_ms", s.RouteTTFTMs, 0, 600_000},
+		{"route_short_words", s.RouteShortWords, 0, 100},
 	} {
 		if f.v < f.lo || f.v > f.hi {
 			return fmt.Errorf("%s must be %d–%d, got %d", f.name, f.lo, f.hi, f.v)

@@ -13,12 +13,16 @@ import (
 // milliseconds; StageStarts gives each stage's start as an offset from the
 // moment the request was received, so stages can be drawn on one axis.
 type Trace struct {
-	RequestID      string `json:"request_id"`
-	WorkspaceID    int64  `json:"workspace_id"`
-	ChatID         int64  `json:"chat_id"`
-	Question       string `json:"question"`
-	VersionID      string `json:"version_id"`
-	Route          string `json:"route"`
+	RequestID   string `json:"request_id"`
+	WorkspaceID int64  `json:"workspace_id"`
+	ChatID      int64  `json:"chat_id"`
+	Question    string `json:"question"`
+	VersionID   string `json:"version_id"`
+	Route       string `json:"route"` // the model that answered
+	// RouteRole is main or fast: which of the chat models the router
+	// picked; RouteReason says why, in the words the UI shows.
+	RouteRole      string `json:"route_role,omitempty"`
+	RouteReason    string `json:"route_reason,omitempty"`
 	FallbackLevel  int    `json:"fallback_level"`
 	FallbackReason string `json:"fallback_reason"`
 	PromptTokens   int    `json:"prompt_tokens"`
@@ -132,6 +136,7 @@ func (r *recorder) attrs() []attribute.KeyValue {
 		attribute.Int64("lore.workspace_id", t.WorkspaceID),
 		attribute.String("lore.version_id", t.VersionID),
 		attribute.String("lore.route", t.Route),
+		attribute.String("lore.route_role", t.RouteRole),
 		attribute.Int("lore.fallback_level", t.FallbackLevel),
 		attribute.String("lore.fallback_reason", t.FallbackReason),
 		attribute.Int("lore.prompt_tokens", t.PromptTokens),

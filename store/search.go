@@ -139,7 +139,6 @@ const minSparedRows = 1000
 // FTS5's bm25 parameters (fts5_aux.c).
 const bm25K1 = 1.2
 
-
 // plan decides which of the query's words to search and how, from how many chunks of
 // the index hold each (FTS5's own IDF statistics, shared by all workspaces). Words are
 // looked up as the index stores them (porter stems, see tokenizer); a word that is not

@@ -19,6 +19,7 @@ func askCmd(ctx context.Context, args []string) error {
 	f := appFlags{warm: true}
 	f.register(fs)
 	chat := fs.Int64("chat", 0, "continue chat `id`")
+	route := fs.String("route", app.RouteAuto, "chat model to answer: auto (the router's rules), main or fast")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -45,7 +46,7 @@ func askCmd(ctx context.Context, args []string) error {
 	if f.json {
 		out = os.Stderr
 	}
-	tr, sources, err := streamAnswer(ctx, a, app.AskRequest{Question: q, Workspace: f.workspace, ChatID: *chat}, out)
+	tr, sources, err := streamAnswer(ctx, a, app.AskRequest{Question: q, Workspace: f.workspace, ChatID: *chat, Route: *route}, out)
 	if tr == nil {
 		return err
 	}
@@ -110,6 +111,9 @@ func printTrace(t *app.Trace) {
 		fmt.Printf("fallback level %d: %s\n", t.FallbackLevel, t.FallbackReason)
 	}
 	fmt.Printf("route %s · version %s · request %s\n", t.Route, t.VersionID, t.RequestID)
+	if t.RouteReason != "" {
+		fmt.Printf("%s model: %s\n", t.RouteRole, t.RouteReason)
+	}
 }
 
 func tracesCmd(ctx context.Context, args []string) error {

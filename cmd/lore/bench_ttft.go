@@ -49,6 +49,7 @@ type ttftReport struct {
 	RestartFirstTTFT float64 `json:"restart_first_ttft_ms"`
 
 	*stitchReport // with --stitched
+	*routeReport  // with --route
 }
 
 func benchTTFT(ctx context.Context, args []string) error {
@@ -66,6 +67,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 	fidelity := fs.Bool("fidelity", false, "compare stitched prompts with full reading (k = 0, 4, 16, 32, all)")
 	chatURL := fs.String("chat-url", "", "OpenAI-compatible server `URL` that answers (the local model stays as its fallback); key: $LORE_API_KEY")
 	chatURLModel := fs.String("chat-url-model", "", "model `name` to ask the --chat-url server for")
+	route := fs.Bool("route", false, "also measure TTFT per route: each question asked of the main and of the fast chat model")
+	fastModel := fs.String("fast-model", "", "fast chat model GGUF `file` for --route (default: a synthetic one of --fast-shape)")
+	fastShape := fs.String("fast-shape", "tiny", "synthetic fast model shape for --route")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -76,6 +80,12 @@ func benchTTFT(ctx context.Context, args []string) error {
 	}
 	if *model != "" {
 		chat = *model
+	}
+	fast := ""
+	if *route {
+		if fast, err = fastModelFor(*fastModel, *fastShape, *dir); err != nil {
+			return err
+		}
 	}
 	qs, err := app.ReadEvalQueries(bytes.NewReader(bench.SampleQueries()))
 	if err != nil {
@@ -90,7 +100,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(data)
 	open := func() (*app.App, error) {
-		a, err := app.New(ctx, app.Config{DataDir: data, ChatModel: chat, EmbedModel: embed, Warm: true,
+		a, err := app.New(ctx, app.Config{DataDir: data, ChatModel: chat, FastChatModel: fast, EmbedModel: embed, Warm: true,
 			ChatURL: *chatURL, ChatURLModel: *chatURLModel, APIKey: os.Getenv("LORE_API_KEY")})
 		if err != nil {
 			return nil, err
@@ -219,6 +229,19 @@ func benchTTFT(ctx context.Context, args []string) error {
 		}
 	}
 
+	if *route {
+		var texts []string
+		for _, q := range qs[:*n] {
+			texts = append(texts, q.Query)
+		}
+		ask := func(q, route string) (*app.Trace, error) {
+			return a.Ask(ctx, app.AskRequest{Question: q, Route: route}, func(app.Event) error { return nil })
+		}
+		if rep.routeReport, err = benchRoutes(texts, fast, ask, logf); err != nil {
+			return err
+		}
+	}
+
 	rep.ColdP50, rep.ColdP95 = pctOf(sorted(cold), 0.5), pctOf(sorted(cold), 0.95)
 	rep.TypedP50, rep.TypedP95 = pctOf(sorted(typed), 0.5), pctOf(sorted(typed), 0.95)
 	rep.PromptP50 = pctOf(sorted(prompts), 0.5)
@@ -270,6 +293,9 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 		rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT)
 	if rep.stitchReport != nil {
 		rep.stitchReport.print()
+	}
+	if rep.routeReport != nil {
+		rep.routeReport.print()
 	}
 	return nil
 }

@@ -15,19 +15,21 @@ import (
 
 // appFlags are the flags every command that opens the library shares.
 type appFlags struct {
-	data, workspace                string
-	model, embedModel, rerankModel string
-	chatURL, chatURLModel          string
-	embedURL, embedURLModel        string
-	json                           bool
-	watch                          bool // keep workspaces current (long-running commands)
-	warm                           bool // start the models at once (commands that answer)
+	data, workspace         string
+	model, fastModel        string
+	embedModel, rerankModel string
+	chatURL, chatURLModel   string
+	embedURL, embedURLModel string
+	json                    bool
+	watch                   bool // keep workspaces current (long-running commands)
+	warm                    bool // start the models at once (commands that answer)
 }
 
 func (f *appFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.data, "data", "", "data `folder` (default $LORE_DATA, else the per-user data folder)")
 	fs.StringVar(&f.workspace, "workspace", "default", "workspace `name`")
 	fs.StringVar(&f.model, "model", "", "chat model GGUF `file` for this run")
+	fs.StringVar(&f.fastModel, "fast-model", "", "fast chat model GGUF `file` for this run: the router sends questions the main model would answer too slowly to it (Settings: route_ttft_ms, route_short_words)")
 	fs.StringVar(&f.embedModel, "embed-model", "", "embedding model GGUF `file` for this run")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "rerank model GGUF `file` for this run")
 	fs.StringVar(&f.chatURL, "chat-url", "", "OpenAI-compatible server `URL` (http://host:port/v1) that answers instead of the local chat model, which stays as its fallback; questions and passages leave this machine. Key: $LORE_API_KEY")
@@ -39,7 +41,7 @@ func (f *appFlags) register(fs *flag.FlagSet) {
 
 // open opens the app with the flags' overrides.
 func (f *appFlags) open(ctx context.Context, tel *telemetry.Telemetry) (*app.App, error) {
-	cfg := app.Config{DataDir: f.data, ChatModel: f.model, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm,
+	cfg := app.Config{DataDir: f.data, ChatModel: f.model, FastChatModel: f.fastModel, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm,
 		ChatURL: f.chatURL, ChatURLModel: f.chatURLModel, EmbedURL: f.embedURL, EmbedURLModel: f.embedURLModel,
 		APIKey: os.Getenv("LORE_API_KEY")}
 	if tel != nil {

@@ -317,7 +317,7 @@ async function assertInert(page, canary, { dialogs, problems }) {
 
 const tmp = mkdtempSync(join(tmpdir(), 'lore-e2e-'));
 const canary = await startCanary();
-const M = { chat: join(tmp, 'chat.gguf'), embed: join(tmp, 'embed.gguf') };
+const M = { chat: join(tmp, 'chat.gguf'), fast: join(tmp, 'fast.gguf'), embed: join(tmp, 'embed.gguf') };
 const LIB = join(tmp, 'library');
 const ADDED = join(tmp, 'added folder');
 const LIB2 = join(tmp, 'library2');
@@ -330,6 +330,7 @@ try {
   await step('fixtures: synthetic models, library, index, lore serve', async () => {
     await run(LORE, ['synth-model', '--shape', 'tiny', '--out', M.chat]);
     await run(LORE, ['synth-model', '--shape', 'tiny', '--embedding', '--seed', '2', '--out', M.embed]);
+    await run(LORE, ['synth-model', '--shape', 'tiny', '--seed', '4', '--out', M.fast]);
     for (const d of [LIB, ADDED, LIB2]) mkdirSync(d, { recursive: true });
     for (const [name, [title, body]] of Object.entries(TOPICS)) {
       writeFileSync(join(LIB, name), name.endsWith('.md') ? `# ${title}\n\n${body}\n` : `${title}\n\n${body}\n`);
@@ -348,7 +349,7 @@ try {
     const data = join(tmp, 'data');
     const out = await run(LORE, ['index', '--data', data, '--embed-model', M.embed, LIB]);
     assert.match(out, /13 indexed/, out);
-    server = await startServe('serve', ['--data', data, '--model', M.chat, '--embed-model', M.embed]);
+    server = await startServe('serve', ['--data', data, '--model', M.chat, '--fast-model', M.fast, '--embed-model', M.embed]);
     await server.api('PUT', '/api/settings', { max_tokens: ANSWER_TOKENS });
     const ws = await server.api('GET', '/api/workspaces');
     assert.equal(ws.find((w) => w.name === 'default')?.documents, 13, JSON.stringify(ws));
@@ -511,6 +512,30 @@ try {
     await page.waitForFunction(() => /^approximate · \d+ passages placed/.test(document.querySelector('[data-testid="detail-stitch"]')?.textContent ?? ''));
     assert.match(await tid('token-split-text').textContent(), /\d+ stitched/);
     await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), passage_kv: false });
+    await tid('nav-chat').click();
+  });
+
+  await step('routing: a short question goes to the fast model, the answer says so, "Ask the main model" re-asks it', async () => {
+    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), route_short_words: 4 });
+    await tid('nav-chat').click();
+    await tid('new-chat').click();
+    const QR = 'Why do volcanoes erupt?';
+    const n = await ask(page, QR);
+    const fast = await traceOf(server, QR, (x) => x.route_role === 'fast');
+    console.log(`     ${fast.route} (${fast.route_role}): ${fast.route_reason}`);
+    assert.match(fast.route_reason, /short question \(4 words/);
+    assert.match(await lastTurn().getByTestId('answer-meta').textContent(), /fast model fast@/);
+    await lastTurn().getByTestId('reask-main').click();
+    await page.waitForFunction((k) => document.querySelectorAll('[data-testid="turn"]').length > k, n);
+    await waitAnswer(page, n + 1);
+    const main = await traceOf(server, QR, (x) => x.route_role === 'main');
+    console.log(`     re-asked: ${main.route} (${main.route_role}): ${main.route_reason}`);
+    assert.match(main.route_reason, /main model was asked for/);
+    assert.doesNotMatch(await lastTurn().getByTestId('answer-meta').textContent(), /fast model/);
+    assert.equal(await lastTurn().getByTestId('reask-main').isVisible(), false);
+    await lastTurn().getByTestId('show-latency').click();
+    await page.waitForFunction(() => /\(main model: the main model was asked for\)/.test(document.querySelector('[data-testid="detail-route"]')?.textContent ?? ''));
+    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), route_short_words: 0 });
     await tid('nav-chat').click();
   });
 

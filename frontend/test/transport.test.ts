@@ -118,7 +118,7 @@ describe('HttpTransport', () => {
     const { fn, calls } = mockFetch(() => sseResponse(ASK_STREAM));
     const t = new HttpTransport({ fetch: fn });
     const { log, cb } = recorder();
-    const h = t.ask({ question: 'q?', workspace: 'notes', chat_id: 12 }, cb);
+    const h = t.ask({ question: 'q?', workspace: 'notes', chat_id: 12, route: 'main' }, cb);
     await h.finished;
     expect(log.map((e) => e[0])).toEqual(['trace', 'stage', 'sources', 'stage', 'token', 'token', 'done']);
     expect(log[4][1]).toBe('Hel');
@@ -127,7 +127,7 @@ describe('HttpTransport', () => {
     expect(calls[0].url).toBe('/api/ask');
     expect(calls[0].init.method).toBe('POST');
     expect(calls[0].init.credentials).toBe('omit');
-    expect(JSON.parse(calls[0].init.body as string)).toEqual({ question: 'q?', workspace: 'notes', chat_id: 12 });
+    expect(JSON.parse(calls[0].init.body as string)).toEqual({ question: 'q?', workspace: 'notes', chat_id: 12, route: 'main' });
     const hd = calls[0].init.headers as Record<string, string>;
     expect(hd['Content-Type']).toBe('application/json');
     expect(hd.Accept).toBe('text/event-stream');
@@ -202,7 +202,7 @@ describe('HttpTransport', () => {
     await t.settings();
     await t.reportUITTFT('r1', 812.5, 3.1);
     await t.cancel('r1');
-    const s = { chat_model: 'm', embed_model: 'e', rerank_model: '', top_k: 5, rerank_k: 20, rerank_budget_ms: 1500, ef_search: 0, context_tokens: 0, max_tokens: 256, threads: 0, gpu_layers: 0, passage_kv: false, passage_repair: 16 };
+    const s = { chat_model: 'm', embed_model: 'e', rerank_model: '', top_k: 5, rerank_k: 20, rerank_budget_ms: 1500, ef_search: 0, context_tokens: 0, max_tokens: 256, threads: 0, gpu_layers: 0, passage_kv: false, passage_repair: 16, route_ttft_ms: 1000, route_short_words: 0 };
     await t.saveSettings(s);
     const B = 'http://127.0.0.1:8765';
     expect(calls.map((c) => `${c.init.method} ${c.url}`)).toEqual([

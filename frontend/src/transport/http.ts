@@ -151,6 +151,7 @@ export class HttpTransport implements Transport {
     };
     const body: AskRequest = { question: req.question, workspace: req.workspace };
     if (req.chat_id !== undefined) body.chat_id = req.chat_id;
+    if (req.route) body.route = req.route;
 
     const run = async () => {
       let res: Response;

@@ -15,6 +15,8 @@ export interface AskRequest {
   question: string;
   workspace: string;
   chat_id?: number;
+  /** auto (default: the router's rules), main or fast. */
+  route?: 'auto' | 'main' | 'fast';
 }
 
 export interface PrefetchRequest {
@@ -93,7 +95,11 @@ export interface Trace {
   chat_id?: number;
   question?: string;
   version_id?: string;
+  /** The model that answered. */
   route?: string;
+  /** main or fast: the chat model the router picked; route_reason says why. */
+  route_role?: 'main' | 'fast' | string;
+  route_reason?: string;
   fallback_level?: number;
   fallback_reason?: string;
   prompt_tokens?: number;
@@ -154,6 +160,8 @@ export interface TraceStats {
   by_fallback?: Record<string, GroupStats>;
   /** Keyed by prefetch outcome: "hit", "miss", "none". */
   by_prefetch?: Record<string, GroupStats>;
+  /** Keyed by the router's pick: "main", "fast". */
+  by_route?: Record<string, GroupStats>;
   ttft_histogram?: HistogramBucket[];
   caches?: { retrieval?: HitRate; embedding?: HitRate };
 }
@@ -255,6 +263,8 @@ export interface SystemInfo {
 
 export interface Settings {
   chat_model: string;
+  /** A smaller chat model the router may pick ('' none). */
+  fast_chat_model?: string;
   embed_model: string;
   rerank_model: string;
   top_k: number;
@@ -273,6 +283,10 @@ export interface Settings {
   passage_kv: boolean;
   /** Tokens at the start of each stitched passage read again. */
   passage_repair: number;
+  /** Router: the fast model answers when the main one would read past this (0: no budget). */
+  route_ttft_ms: number;
+  /** Router: questions of at most this many words that start a chat go to the fast model (0: off). */
+  route_short_words: number;
 }
 
 export interface AskCallbacks {

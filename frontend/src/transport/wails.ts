@@ -128,6 +128,7 @@ export class WailsTransport implements Transport {
       client_id: clientID,
     };
     if (req.chat_id !== undefined) body.chat_id = req.chat_id;
+    if (req.route) body.route = req.route;
 
     this.invoke<string>('Ask', body).then(
       (id) => {

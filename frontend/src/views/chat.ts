@@ -35,6 +35,7 @@ class Turn {
   private readonly metaLine: HTMLElement;
   private readonly causeLine: HTMLElement;
   private readonly actions: HTMLElement;
+  private readonly reaskMain: HTMLButtonElement;
 
   raw = '';
   sources: Source[] = [];
@@ -49,7 +50,7 @@ class Turn {
   constructor(
     private readonly ctx: Ctx,
     readonly question: string,
-    private readonly onRetry: (q: string) => void,
+    private readonly onRetry: (q: string, route?: 'main') => void,
     /** The last measured prefill speed (tokens/ms, 0 unknown), for an estimate when the server has none. */
     private readonly prefillRate: () => number = () => 0,
   ) {
@@ -80,9 +81,12 @@ class Turn {
     this.status = h('div', { class: 'turn-status', testid: 'answer-error', hidden: true });
     this.metaLine = h('span', { class: 'turn-meta', testid: 'answer-meta' });
     this.causeLine = h('div', { class: 'turn-cause', testid: 'answer-cause', hidden: true });
+    this.reaskMain = h('button', { type: 'button', class: 'btn small', testid: 'reask-main', text: 'Ask the main model', hidden: true,
+      title: 'The fast model answered: ask the same question again with the main chat model', on: { click: () => this.onRetry(this.question, 'main') } });
     this.actions = h('div', { class: 'turn-actions', hidden: true },
       h('button', { type: 'button', class: 'btn small', testid: 'copy', text: 'Copy', on: { click: (e) => this.copy(e.currentTarget as HTMLButtonElement) } }),
       h('button', { type: 'button', class: 'btn small', testid: 'retry', text: 'Retry', on: { click: () => this.onRetry(this.question) } }),
+      this.reaskMain,
       h('button', { type: 'button', class: 'btn small', testid: 'show-latency', text: 'Latency', on: { click: () => this.showLatency() } }),
       this.metaLine,
     );
@@ -93,7 +97,7 @@ class Turn {
   }
 
   /** A finished message from history (no live stages, no sources). */
-  static fromHistory(ctx: Ctx, q: string, a: ChatMessage | undefined, onRetry: (q: string) => void): Turn {
+  static fromHistory(ctx: Ctx, q: string, a: ChatMessage | undefined, onRetry: (q: string, route?: 'main') => void): Turn {
     const t = new Turn(ctx, q, onRetry);
     t.stageBox.hidden = true;
     if (a) {
@@ -189,6 +193,10 @@ class Turn {
   updateMeta(): void {
     const s = this.trace?.stages ?? {};
     const parts: string[] = [];
+    const fast = this.trace?.route_role === 'fast';
+    if (fast) parts.push(`fast model ${this.trace?.route ?? ''}`.trim());
+    this.reaskMain.hidden = !fast;
+    this.metaLine.title = this.trace?.route_reason ?? '';
     if (s.ttft_ms !== undefined) parts.push(`TTFT ${fmtMs(s.ttft_ms)}`);
     if (s.ui_ttft_ms !== undefined) parts.push(`on screen ${fmtMs(s.ui_ttft_ms)}`);
     if (this.trace?.decode_tok_s !== undefined) parts.push(fmtRate(this.trace.decode_tok_s, 'tok/s'));
@@ -479,7 +487,7 @@ export class ChatView {
       for (let i = 0; i < msgs.length; i++) {
         if (msgs[i].role !== 'user') continue;
         const a = msgs[i + 1]?.role === 'assistant' ? msgs[i + 1] : undefined;
-        this.messages.append(Turn.fromHistory(this.ctx, msgs[i].content, a, (q) => this.ask(q)).el);
+        this.messages.append(Turn.fromHistory(this.ctx, msgs[i].content, a, (q, r) => this.ask(q, r)).el);
       }
       this.markActive();
       this.messages.lastElementChild?.scrollIntoView?.({ block: 'end' });
@@ -496,12 +504,12 @@ export class ChatView {
     this.ask(q);
   }
 
-  ask(question: string): void {
+  ask(question: string, route?: 'main'): void {
     const ws = this.ctx.workspace();
     if (!ws || this.busy) return;
     const meter = new TTFTMeter();
     meter.start(); // submit time: before anything else happens
-    const turn = new Turn(this.ctx, question, (q) => this.ask(q), () => this.rate);
+    const turn = new Turn(this.ctx, question, (q, r) => this.ask(q, r), () => this.rate);
     this.messages.querySelector('[data-testid="welcome"]')?.remove();
     this.messages.append(turn.el);
     turn.el.scrollIntoView?.({ block: 'end' });
@@ -514,7 +522,7 @@ export class ChatView {
     };
 
     const handle = this.ctx.t.ask(
-      { question, workspace: ws, ...(this.chatId !== undefined ? { chat_id: this.chatId } : {}) },
+      { question, workspace: ws, ...(this.chatId !== undefined ? { chat_id: this.chatId } : {}), ...(route ? { route } : {}) },
       {
         onTrace: (t) => {
           turn.requestId = t.request_id;

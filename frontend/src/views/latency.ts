@@ -109,12 +109,19 @@ export function renderDetails(t: Trace): HTMLElement {
     ...item('Prefetch', prefetchText(t), 'detail-prefetch'),
     ...item('Passage KV', stitchText(t), 'detail-stitch'),
     ...item('Fallback', fb, 'detail-fallback'),
-    ...item('Route', t.route || '—', 'detail-route'),
+    ...item('Route', routeText(t), 'detail-route'),
     ...item('Version', t.version_id || '—', 'detail-version'),
     ...item('Context chunks', fmtInt(t.context_chunks), 'detail-chunks'),
     ...item('Decode', `${fmtRate(t.decode_tok_s, 'tok/s')} · ${fmtInt(t.decode_tokens)} tokens in ${fmtMs(s.decode_ms)}`, 'detail-decode'),
     ...item('Total', fmtMs(s.total_ms), 'detail-total'),
   );
+}
+
+/** The model that answered, the router's pick and why. */
+export function routeText(t: Trace): string {
+  if (!t.route) return '—';
+  if (!t.route_role) return t.route;
+  return `${t.route} (${t.route_role} model${t.route_reason ? `: ${t.route_reason}` : ''})`;
 }
 
 function statTable(rows: StatRow[], first: string, testid: string): HTMLElement {
@@ -230,6 +237,8 @@ export class LatencyView {
         statTable(groupRows(st.by_fallback, fallbackLabel), 'Fallback', 'fallback-table'),
         h('h3', { text: 'TTFT by prefetch' }),
         statTable(groupRows(st.by_prefetch, prefetchLabel), 'Prefetch', 'prefetch-table'),
+        h('h3', { text: 'TTFT by route' }),
+        statTable(groupRows(st.by_route, (k) => `${k} model`), 'Route', 'route-table'),
         h('h3', { text: 'Caches' }),
         h('p', { testid: 'cache-rates', text: `Retrieval results: ${hitRateText(st.caches?.retrieval)} · query embeddings: ${hitRateText(st.caches?.embedding)}` }),
       );
