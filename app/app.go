@@ -58,6 +58,10 @@ type Config struct {
 	// FastChatModel is the router's fast chat model for this run (see
 	// Settings.FastChatModel; "" keeps the saved one).
 	FastChatModel string
+	// DraftModel and Speculate turn on speculative decoding for this run
+	// (see Settings.Speculate; "" and 0 keep the saved ones).
+	DraftModel string
+	Speculate  int
 	// ChatURL and EmbedURL send the chat or embedding role to an
 	// OpenAI-compatible server for this run, with the model names to ask
 	// for (override the settings; "" keeps them). A local ChatModel then
@@ -173,12 +177,19 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		v   string
 	}{
 		{&a.settings.ChatModel, cfg.ChatModel}, {&a.settings.EmbedModel, cfg.EmbedModel}, {&a.settings.RerankModel, cfg.RerankModel},
-		{&a.settings.FastChatModel, cfg.FastChatModel},
+		{&a.settings.FastChatModel, cfg.FastChatModel}, {&a.settings.DraftModel, cfg.DraftModel},
 		{&a.settings.ChatURL, cfg.ChatURL}, {&a.settings.ChatURLModel, cfg.ChatURLModel},
 		{&a.settings.EmbedURL, cfg.EmbedURL}, {&a.settings.EmbedURLModel, cfg.EmbedURLModel}} {
 		if o.v != "" {
 			*o.dst = o.v
 		}
+	}
+	if cfg.Speculate > 0 {
+		a.settings.Speculate = cfg.Speculate
+	}
+	if err := a.settings.validate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	// The default workspace exists from the start, so that no read has to
 	// create it.

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,12 +70,15 @@ var library = map[string]string{
 	"music.md":   "# Music\n\nThe city orchestra plays a summer concert in the park every year.\n",
 }
 
-type opts struct{ chat, embed, rerank, fast bool }
+type opts struct {
+	chat, embed, rerank, fast bool
+	data                      string // the data folder (default: a new one)
+}
 
 func newApp(t *testing.T, o opts) *app.App {
 	t.Helper()
 	dir := setup(t)
-	cfg := app.Config{DataDir: t.TempDir(), Warm: true,
+	cfg := app.Config{DataDir: cmp.Or(o.data, t.TempDir()), Warm: true,
 		WorkerCmd: []string{os.Args[0], "parse-worker"}}
 	if o.chat {
 		cfg.ChatModel = filepath.Join(dir, "chat.gguf")

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -391,7 +392,8 @@ func (x *ask) generate() error {
 		// slow this prefill (this is a one-user app: the draft being typed is
 		// this question's).
 		trim := x.t.Prefetch == PrefetchMiss
-		req := engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens, TrimSpeculative: trim}
+		req := engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens, TrimSpeculative: trim,
+			Speculate: x.s.Speculate, SpecFloor: specFloor(x.s.SpecFloorPct)}
 		if stitch := x.stitchFor(); stitch != nil {
 			req.Parts, req.Stitch = x.parts, stitch
 		}
@@ -437,6 +439,13 @@ func (x *ask) recordGeneration(genStart time.Time, st engine.Stats) {
 	t, rec := x.t, x.rec
 	t.PromptTokens, t.CachedTokens, t.EvalTokens = st.PromptTokens, st.CachedTokens, st.EvalTokens
 	t.DecodeTokens, t.DecodeTokS, t.StopReason = st.DecodeTokens, round(st.DecodeTokS), st.StopReason
+	if st.SpecNote != "" {
+		t.SpecMode, t.Drafted, t.Accepted, t.SpecNote = st.SpecMode, st.Drafted, st.Accepted, st.SpecNote
+		if st.SpecAcceptRate >= 0 {
+			r := math.Round(st.SpecAcceptRate*1000) / 1000
+			t.DraftAcceptRate = &r
+		}
+	}
 	off := rec.since(genStart)
 	rtt := st.RunnerRTTMs / 2
 	rec.set(StageQueue, st.QueueMs, off)
@@ -548,4 +557,13 @@ func (a *App) chatIn(ctx context.Context, id int64, ws store.Workspace) error {
 		}
 	}
 	return fmt.Errorf("chat %d in workspace %q: %w", id, ws.Name, ErrNotFound)
+}
+
+// specFloor is the engine's acceptance floor for a percentage setting:
+// 0 means never switch speculation off.
+func specFloor(pct int) float64 {
+	if pct <= 0 {
+		return -1
+	}
+	return float64(pct) / 100
 }

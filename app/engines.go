@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -102,7 +103,17 @@ func (a *App) openModels(s Settings) (*models, error) {
 		if role.path == "" || role.name == "embedding" && s.EmbedURL != "" {
 			continue
 		}
-		e, err := a.openModel(role.path, s)
+		draft := ""
+		if role.name == "chat" {
+			draft = s.draft()
+		}
+		e, err := a.openModel(role.path, s, draft)
+		if errors.Is(err, engine.ErrDraft) && a.cfg.DraftModel == "" {
+			// A saved draft that no longer fits costs speculation (prompt
+			// lookup then), not the model.
+			a.log.Warn("draft model skipped", "path", draft, "err", err)
+			e, err = a.openModel(role.path, s, "")
+		}
 		if err != nil {
 			if role.explicit {
 				m.closeAll()
@@ -121,8 +132,10 @@ func (a *App) openModels(s Settings) (*models, error) {
 	return m, nil
 }
 
-func (a *App) openModel(path string, s Settings) (*engine.Model, error) {
-	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers, KV: a.kv})
+// openModel opens one local model; draft, for the main chat model, is the
+// model that drafts its speculative tokens ("": prompt lookup).
+func (a *App) openModel(path string, s Settings, draft string) (*engine.Model, error) {
+	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers, KV: a.kv, Draft: draft})
 }
 
 func (a *App) newRetriever(e Embedder) *retrieve.Retriever {
@@ -140,8 +153,10 @@ func (a *App) switchModels(s Settings) error {
 	next := *a.current()
 	next.refs, next.drop, next.warmed = 0, nil, make(chan struct{})
 	var opened, dropped []io.Closer
-	open := func(path, was string, assign func(*engine.Model), old io.Closer) error {
-		if path == was {
+	// open opens path in place of was (with the chat model's draft: a
+	// changed draft reopens it).
+	open := func(path, was string, draft *string, assign func(*engine.Model), old io.Closer) error {
+		if path == was && (draft == nil || *draft == cur.draft()) {
 			return nil
 		}
 		if old != nil {
@@ -151,7 +166,11 @@ func (a *App) switchModels(s Settings) error {
 			assign(nil)
 			return nil
 		}
-		e, err := a.openModel(path, s)
+		d := ""
+		if draft != nil {
+			d = *draft
+		}
+		e, err := a.openModel(path, s, d)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
@@ -164,15 +183,15 @@ func (a *App) switchModels(s Settings) error {
 	if isRemote(next.chat) {
 		chat = &next.fallback
 	}
-	err := open(s.ChatModel, cur.ChatModel, func(e *engine.Model) { *chat = nilIfNone[Generator](e) }, *chat)
+	err := open(s.ChatModel, cur.ChatModel, new(s.draft()), func(e *engine.Model) { *chat = nilIfNone[Generator](e) }, *chat)
 	if err == nil {
-		err = open(s.FastChatModel, cur.FastChatModel, func(e *engine.Model) { next.fast = nilIfNone[Generator](e) }, next.fast)
+		err = open(s.FastChatModel, cur.FastChatModel, nil, func(e *engine.Model) { next.fast = nilIfNone[Generator](e) }, next.fast)
 	}
 	if err == nil {
-		err = open(s.EmbedModel, cur.EmbedModel, func(e *engine.Model) { next.embed = nilIfNone[Embedder](e) }, next.embed)
+		err = open(s.EmbedModel, cur.EmbedModel, nil, func(e *engine.Model) { next.embed = nilIfNone[Embedder](e) }, next.embed)
 	}
 	if err == nil {
-		err = open(s.RerankModel, cur.RerankModel, func(e *engine.Model) { next.rerank = nilIfNone[Reranker](e) }, next.rerank)
+		err = open(s.RerankModel, cur.RerankModel, nil, func(e *engine.Model) { next.rerank = nilIfNone[Reranker](e) }, next.rerank)
 	}
 	if err != nil {
 		for _, c := range opened {

@@ -65,7 +65,7 @@ func (a *App) Models(ctx context.Context) ([]ModelFile, error) {
 	scanGGUF(filepath.Join(home, ".cache", "lm-studio", "models"), "lmstudio")
 	scanGGUF(filepath.Join(home, ".cache", "huggingface", "hub"), "huggingface")
 	s := a.Settings()
-	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel} {
+	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel, s.FastChatModel, s.DraftModel} {
 		if p != "" {
 			add(p, strings.TrimSuffix(filepath.Base(p), ".gguf"), "settings")
 		}

@@ -57,12 +57,31 @@ type Settings struct {
 	FastChatModel   string `json:"fast_chat_model"`
 	RouteTTFTMs     int    `json:"route_ttft_ms"`
 	RouteShortWords int    `json:"route_short_words"`
+
+	// Speculate drafts up to that many tokens a step for the main model to
+	// verify in one batch (0: off, the default): DraftModel's picks, a
+	// smaller model with the same vocabulary, or else prompt lookup (what
+	// followed the same tokens in the passages). Each route measures its
+	// acceptance; below SpecFloorPct percent it switches speculation off
+	// and retries later. It speeds up the tokens after the first, not the
+	// first.
+	Speculate    int    `json:"speculate"`
+	DraftModel   string `json:"draft_model"`
+	SpecFloorPct int    `json:"spec_floor_pct"`
+}
+
+// draft is the chat model's draft model: loaded only while speculation is on.
+func (s Settings) draft() string {
+	if s.Speculate > 0 {
+		return s.DraftModel
+	}
+	return ""
 }
 
 // DefaultSettings are what a new data folder starts with.
 func DefaultSettings() Settings {
 	return Settings{TopK: 6, RerankK: 20, RerankBudgetMs: 1500, MaxTokens: 256, PassageRepair: DefaultPassageRepair,
-		RouteTTFTMs: 1000}
+		RouteTTFTMs: 1000, SpecFloorPct: 60}
 }
 
 const settingsKey = "settings"
@@ -89,7 +108,7 @@ func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if cur := a.Settings(); cur.ChatModel != s.ChatModel || cur.EmbedModel != s.EmbedModel || cur.RerankModel != s.RerankModel ||
-		cur.FastChatModel != s.FastChatModel {
+		cur.FastChatModel != s.FastChatModel || cur.draft() != s.draft() {
 		// Discovering models reads every GGUF header found: only when they change.
 		if err := a.checkModels(ctx, s); err != nil {
 			return err
@@ -128,13 +147,14 @@ func (a *App) checkModels(ctx context.Context, s Settings) error {
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{"": true, cur.ChatModel: true, cur.EmbedModel: true, cur.RerankModel: true, cur.FastChatModel: true}
+	known := map[string]bool{"": true, cur.ChatModel: true, cur.EmbedModel: true, cur.RerankModel: true, cur.FastChatModel: true,
+		cur.DraftModel: true}
 	for _, m := range found {
 		if m.Error == "" {
 			known[m.Path] = true
 		}
 	}
-	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel, s.FastChatModel} {
+	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel, s.FastChatModel, s.DraftModel} {
 		if !known[p] {
 			return fmt.Errorf("%w: %s is not among the models found on this machine (see the Models view)", ErrInvalid, p)
 		}
@@ -161,6 +181,8 @@ func (s Settings) validate() error {
 		{"passage_repair", s.PassageRepair, 0, 4096},
 		{"route_ttft_ms", s.RouteTTFTMs, 0, 600_000},
 		{"route_short_words", s.RouteShortWords, 0, 100},
+		{"speculate", s.Speculate, 0, 16},
+		{"spec_floor_pct", s.SpecFloorPct, 0, 100},
 	} {
 		if f.v < f.lo || f.v > f.hi {
 			return fmt.Errorf("%s must be %d–%d, got %d", f.name, f.lo, f.hi, f.v)

@@ -62,7 +62,17 @@ type Trace struct {
 	StitchedTokens   int    `json:"stitched_tokens,omitempty"`
 	RepairedTokens   int    `json:"repaired_tokens,omitempty"`
 	UncachedPassages int    `json:"uncached_passages,omitempty"`
-	Error            string `json:"error,omitempty"`
+	// Speculation (Settings.Speculate): how the drafts were made (draft
+	// model or prompt lookup), how many the model kept, the route's
+	// acceptance over its recent answers (absent until enough was drafted)
+	// and whether it ran: on, off below the floor until a retry, or
+	// switched off by this answer.
+	SpecMode        string   `json:"spec_mode,omitempty"`
+	Drafted         int      `json:"drafted,omitempty"`
+	Accepted        int      `json:"accepted,omitempty"`
+	DraftAcceptRate *float64 `json:"draft_accept_rate,omitempty"`
+	SpecNote        string   `json:"spec_note,omitempty"`
+	Error           string   `json:"error,omitempty"`
 
 	Stages      map[string]float64 `json:"stages"`
 	StageStarts map[string]float64 `json:"stage_starts"`
@@ -144,6 +154,7 @@ func (r *recorder) attrs() []attribute.KeyValue {
 		attribute.Int("lore.context_chunks", t.ContextChunks),
 		attribute.Bool("lore.embed_cache_hit", t.EmbedCacheHit),
 		attribute.Bool("lore.retrieval_cache_hit", t.RetrievalCacheHit),
+		attribute.String("lore.spec_note", t.SpecNote),
 	}
 }
 

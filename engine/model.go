@@ -89,8 +89,17 @@ type Options struct {
 	// disk, so a restarted runner or app restores them in milliseconds.
 	KV *kv.Store
 	// SpecFloor is the acceptance rate below which GenerateRequest.Speculate
-	// switches itself off for a while (default DefaultSpecFloor).
+	// switches itself off for a while (default DefaultSpecFloor; negative:
+	// never).
 	SpecFloor float64
+	// Draft, if set, is a GGUF model with the same vocabulary whose greedy
+	// picks are the drafts of GenerateRequest.Speculate (without it, prompt
+	// lookup drafts). It must have exactly the model's token list (a smaller
+	// model of the same family often has; Qwen2.5-0.5B's 151,936 tokens
+	// against 7B's 152,064 padded do not): any other is refused
+	// (ErrVocabMismatch), and a draft llama.cpp cannot load leaves prompt
+	// lookup in its place (logged by the runner).
+	Draft string
 }
 
 // Info describes a loaded model.
@@ -148,6 +157,11 @@ func Open(opt Options) (*Model, error) {
 		return nil, fmt.Errorf("model %s: %w", opt.Path, err)
 	}
 	gi := f.Info()
+	if opt.Draft != "" {
+		if err := checkDraft(f, opt.Draft); err != nil {
+			return nil, err
+		}
+	}
 	if opt.Batch <= 0 {
 		opt.Batch = 512
 	}
@@ -309,16 +323,22 @@ func (m *Model) start(ctx context.Context) (*process, bool, error) {
 	}
 	// The file is checked again before every (re)load: it may have been
 	// replaced since Open, and llama.cpp must never see an unchecked file.
-	if _, err := gguf.Open(m.opt.Path); err != nil {
+	f, err := gguf.Open(m.opt.Path)
+	if err != nil {
 		return nil, false, fmt.Errorf("model %s: %w", m.opt.Path, err)
 	}
-	p, err := startProcess(m.opt.Runner, m.noteLog)
+	if m.opt.Draft != "" {
+		if err := checkDraft(f, m.opt.Draft); err != nil {
+			return nil, false, err
+		}
+	}
+	p, err = startProcess(m.opt.Runner, m.noteLog)
 	if err != nil {
 		return nil, false, err
 	}
 	load := &wire.LoadParams{Path: m.opt.Path, NumCtx: m.opt.NumCtx, KVCells: m.opt.KVCells, Batch: m.opt.Batch,
 		Seqs: m.opt.Seqs, Threads: m.opt.Threads, GPULayers: m.opt.GPULayers, FlashAttention: m.opt.FlashAttention,
-		Pooling: max(int(m.info.PoolingType), 0)}
+		Pooling: max(int(m.info.PoolingType), 0), Draft: m.opt.Draft}
 	err = p.call(ctx, wire.Request{Op: "load", Load: load}, func(wire.Reply) error { return nil })
 	if err != nil {
 		p.close()
@@ -376,10 +396,13 @@ type GenerateRequest struct {
 	// placed instead of evaluated (Stats.StitchedPassages and the rest).
 	Parts  []Part
 	Stitch *Stitch
-	// Speculate drafts up to that many tokens per step by prompt lookup and
-	// verifies them in one batch (greedy sampling only; the output is
-	// unchanged). Stats.Drafted and Stats.Accepted say how it went.
+	// Speculate drafts up to that many tokens per step (with Options.Draft,
+	// else by prompt lookup) and verifies them in one batch (greedy sampling
+	// only; the output is unchanged up to batch-size-dependent numerics).
+	// Stats.Drafted, Stats.Accepted and Stats.SpecNote say how it went.
 	Speculate int
+	// SpecFloor, if set, overrides Options.SpecFloor for this answer.
+	SpecFloor float64
 	// Inspect, if set, receives the first sampled token's logits and the
 	// sampled tokens when generation ends (fidelity checks).
 	Inspect func(firstLogits []float32, tokens []int)
@@ -470,13 +493,13 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 	})
 	st.SpecNote, st.SpecAcceptRate = specNote, -1
 	if call.Speculate > 0 {
-		floor := cmp.Or(m.opt.SpecFloor, DefaultSpecFloor)
+		floor := cmp.Or(req.SpecFloor, m.opt.SpecFloor, DefaultSpecFloor)
 		st.SpecAcceptRate = m.spec.record(st.Drafted, st.Accepted, floor)
 		switch {
 		case st.SpecAcceptRate >= 0 && st.SpecAcceptRate < floor:
 			st.SpecNote = fmt.Sprintf("switched off: %.0f%% of drafted tokens accepted, floor %.0f%%", 100*st.SpecAcceptRate, 100*floor)
 		default:
-			st.SpecNote = fmt.Sprintf("on (up to %d drafted tokens a step)", call.Speculate)
+			st.SpecNote = fmt.Sprintf("on: %s, up to %d drafted tokens a step", cmp.Or(st.SpecMode, "prompt lookup"), call.Speculate)
 		}
 	}
 	return st, err

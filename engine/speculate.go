@@ -64,7 +64,7 @@ func (s *speculation) record(drafted, accepted int, floor float64) float64 {
 		return -1
 	}
 	s.lastRate = float64(a) / float64(d)
-	if s.lastRate < floor {
+	if floor > 0 && s.lastRate < floor {
 		s.backoff = min(max(2*s.backoff, specBackoff), specMaxBackoff)
 		s.off, s.steps = s.backoff, nil
 	} else if len(s.steps) > 0 && d >= specWindow {

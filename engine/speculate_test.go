@@ -2,10 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"lore/engine"
+	"lore/engine/synth"
 )
 
 // TestSpeculativeSameOutput: prompt-lookup drafts verified in the batch of
@@ -14,7 +18,7 @@ import (
 // that extends the answer reuses all of it).
 func TestSpeculativeSameOutput(t *testing.T) {
 	chat, _ := models(t)
-	m := openWith(t, engine.Options{Path: chat, SpecFloor: 1e-9}) // never off: every k is measured
+	m := openWith(t, engine.Options{Path: chat, SpecFloor: -1}) // never off: every k is measured
 	ctx := context.Background()
 	// Repeated text, so that the last tokens often occurred before.
 	prompt := strings.Repeat(passages(3)+" ", 4) + question
@@ -71,5 +75,73 @@ func TestSpeculativeSameOutput(t *testing.T) {
 	t.Logf("notes: %q", notes)
 	if !strings.HasPrefix(notes[0], "switched off") || !strings.HasPrefix(notes[1], "off:") {
 		t.Errorf("notes %q: want speculation switched off after the first answer's window", notes)
+	}
+}
+
+// TestDraftModel: a draft model's picks, verified on the model, leave the
+// greedy output unchanged. The model as its own draft is accepted almost
+// always; an unrelated model of the same vocabulary almost never, which
+// switches speculation off; another vocabulary is refused at Open.
+func TestDraftModel(t *testing.T) {
+	chat, _ := models(t)
+	dir := t.TempDir()
+	other, foreign := filepath.Join(dir, "other.gguf"), filepath.Join(dir, "foreign.gguf")
+	if err := synth.Write(other, synth.Options{Shape: "tiny", Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := synth.Write(foreign, synth.Options{Shape: "tiny", Seed: 1, Vocab: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	prompt := passages(3) + " " + question
+	gen := func(m *engine.Model, k int) (string, engine.Stats) {
+		t.Helper()
+		var b strings.Builder
+		st, err := m.Generate(ctx, engine.GenerateRequest{Prompt: prompt, MaxTokens: 64, Speculate: k},
+			func(p string) error { b.WriteString(p); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ClearSeq(ctx, engine.SeqAnswer)
+		return b.String(), st
+	}
+	plain, pst := gen(openWith(t, engine.Options{Path: chat}), 0)
+	if plain == "" || pst.DecodeTokens < 8 {
+		t.Fatalf("plain: %q, %d tokens", plain, pst.DecodeTokens)
+	}
+
+	self := openWith(t, engine.Options{Path: chat, Draft: chat})
+	for _, k := range []int{1, 4} {
+		got, st := gen(self, k)
+		rate := float64(st.Accepted) / float64(max(st.Drafted, 1))
+		t.Logf("itself as draft, k=%d: %d of %d accepted; %s", k, st.Accepted, st.Drafted, st.SpecNote)
+		if got != plain {
+			t.Errorf("k=%d: %q, want %q", k, got, plain)
+		}
+		if st.SpecMode != "draft model" || st.Drafted == 0 || rate < 0.9 {
+			t.Errorf("k=%d: mode %q, %d of %d accepted; want the draft model, ~100%%", k, st.SpecMode, st.Accepted, st.Drafted)
+		}
+	}
+
+	unrelated := openWith(t, engine.Options{Path: chat, Draft: other})
+	var notes []string
+	for range 3 {
+		got, st := gen(unrelated, 4)
+		notes = append(notes, st.SpecNote)
+		if got != plain {
+			t.Errorf("unrelated draft: %q, want %q", got, plain)
+		}
+		if st.Accepted*4 > st.Drafted {
+			t.Errorf("unrelated draft: %d of %d accepted", st.Accepted, st.Drafted)
+		}
+	}
+	t.Logf("unrelated draft: %q", notes)
+	if !strings.HasPrefix(notes[0], "switched off") || !strings.HasPrefix(notes[1], "off:") {
+		t.Errorf("unrelated draft, notes %q: want speculation switched off", notes)
+	}
+
+	_, err := engine.Open(engine.Options{Path: chat, Draft: foreign, Runner: os.Args[0]})
+	if !errors.Is(err, engine.ErrVocabMismatch) || !strings.Contains(err.Error(), "5000 tokens") {
+		t.Errorf("another vocabulary: %v, want ErrVocabMismatch saying the sizes", err)
 	}
 }

@@ -97,7 +97,11 @@ func TestTelemetry(t *testing.T) {
 		}
 	})
 	e := newEnv(t, app.Config{Tracer: tel.Tracer, OnTrace: tel.OnTrace}, server.Options{Metrics: tel.Metrics})
-	e.setMaxTokens(t, 16)
+	e.setMaxTokens(t, 64)
+	// Speculation never switched off, so each answer records the route's acceptance.
+	if code := e.do(t, e.req(t, "PUT", "/api/settings", map[string]int{"speculate": 4, "spec_floor_pct": 0}), nil); code != 200 {
+		t.Fatalf("PUT /api/settings speculate: %d", code)
+	}
 	const asks = 2
 	for range asks {
 		e.mustAsk(t, map[string]any{"question": "what about the river energy?"})
@@ -120,6 +124,15 @@ func TestTelemetry(t *testing.T) {
 		text := string(b)
 		if !strings.Contains(text, "# TYPE lore_stage_duration") || !strings.Contains(text, "histogram") {
 			t.Fatalf("no lore_stage_duration histogram in:\n%.2000s", text)
+		}
+		for _, want := range []string{`lore_draft_accept_rate{`, `lore_draft_tokens_total{`} {
+			found := false
+			for _, line := range strings.Split(text, "\n") {
+				found = found || strings.HasPrefix(line, want) && strings.Contains(line, `route="main"`)
+			}
+			if !found {
+				t.Errorf("no %s…route=\"main\"} line in /metrics:\n%.3000s", want, text)
+			}
 		}
 		for _, stage := range []string{"queue", "retrieval", "prefill", "llm_ttft", "ttft", "decode", "total"} {
 			bucket, count := false, false

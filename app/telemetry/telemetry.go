@@ -4,6 +4,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -61,11 +62,32 @@ func New(ctx context.Context) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Speculation, per route: the acceptance over the route's recent
+	// answers, and the tokens drafted and kept.
+	rate, err := mp.Meter("lore").Float64Gauge("lore.draft_accept_rate",
+		metric.WithDescription("Share of speculative draft tokens the chat model kept, over the route's recent answers"))
+	if err != nil {
+		return nil, err
+	}
+	drafts, err := mp.Meter("lore").Int64Counter("lore.draft.tokens",
+		metric.WithDescription("Speculative draft tokens, by state: drafted or accepted"))
+	if err != nil {
+		return nil, err
+	}
 	t.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	t.OnTrace = func(tr *app.Trace) {
+		ctx := context.Background()
 		for name, ms := range tr.Stages {
-			hist.Record(context.Background(), ms, metric.WithAttributes(
+			hist.Record(ctx, ms, metric.WithAttributes(
 				attribute.String("stage", strings.TrimSuffix(name, "_ms")), attribute.Int("fallback_level", tr.FallbackLevel)))
+		}
+		route := attribute.String("route", cmp.Or(tr.RouteRole, "main"))
+		if tr.DraftAcceptRate != nil {
+			rate.Record(ctx, *tr.DraftAcceptRate, metric.WithAttributes(route))
+		}
+		if tr.Drafted > 0 {
+			drafts.Add(ctx, int64(tr.Drafted), metric.WithAttributes(route, attribute.String("state", "drafted")))
+			drafts.Add(ctx, int64(tr.Accepted), metric.WithAttributes(route, attribute.String("state", "accepted")))
 		}
 	}
 	return t, nil

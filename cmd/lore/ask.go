@@ -114,6 +114,16 @@ func printTrace(t *app.Trace) {
 	if t.RouteReason != "" {
 		fmt.Printf("%s model: %s\n", t.RouteRole, t.RouteReason)
 	}
+	if t.SpecNote != "" {
+		fmt.Printf("speculation %s", t.SpecNote)
+		if t.Drafted > 0 {
+			fmt.Printf(" · %d of %d drafted tokens kept", t.Accepted, t.Drafted)
+		}
+		if t.DraftAcceptRate != nil {
+			fmt.Printf(" · route's acceptance %.0f%%", 100**t.DraftAcceptRate)
+		}
+		fmt.Println()
+	}
 }
 
 func tracesCmd(ctx context.Context, args []string) error {

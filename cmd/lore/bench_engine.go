@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -78,9 +79,20 @@ type engineBench struct {
 	Runs                int     `json:"runs"`
 	Batch               int     `json:"batch"`
 	// With --speculative K: decode speed on the same prompts (a passage
-	// quoted twice, then 64 tokens) without and with prompt-lookup drafts
-	// of up to K tokens, never switched off, and the share accepted.
-	SpecK           int     `json:"spec_k,omitempty"`
+	// quoted twice, then 64 tokens) without and with drafts of up to K
+	// tokens (prompt lookup, or the --draft model: SpecMode), never
+	// switched off unless --spec-floor is set, and the share accepted.
+	SpecK          int     `json:"spec_k,omitempty"`
+	SpecMode       string  `json:"spec_mode,omitempty"`
+	SpecFloor      float64 `json:"spec_floor,omitempty"`
+	SpecOffAnswers int     `json:"spec_off_answers,omitempty"` // answers speculation sat out (below the floor)
+	// With --draft: what the draft model read to catch up with each prompt
+	// (median tokens and ms, inside the decode time), and the decode speed
+	// without that read: what a draft whose cache already holds the prefix
+	// (a follow-up, a warm system prompt) decodes at.
+	DraftReadTokens int     `json:"draft_read_tokens,omitempty"`
+	DraftReadMs     float64 `json:"draft_read_ms,omitempty"`
+	SpecSteadyTokS  float64 `json:"spec_steady_decode_tok_s,omitempty"`
 	SpecPlainTokS   float64 `json:"spec_plain_decode_tok_s,omitempty"`
 	SpecDecodeTokS  float64 `json:"spec_decode_tok_s,omitempty"`
 	SpecAcceptRate  float64 `json:"spec_accept_rate,omitempty"`
@@ -96,7 +108,9 @@ func benchEngine(ctx context.Context, args []string) error {
 	lengths := fs.String("lengths", "64,256,1024", "prompt lengths for prefill speed")
 	runs := fs.Int("runs", 3, "runs per measurement (the median is reported)")
 	batch := fs.Int("batch", 512, "tokens per decode call")
-	spec := fs.Int("speculative", 0, "also measure decode with prompt-lookup speculation of up to `K` drafted tokens a step")
+	spec := fs.Int("speculative", 0, "also measure decode with speculation of up to `K` drafted tokens a step")
+	draft := fs.String("draft", "", "with --speculative: a draft model `file` with the same vocabulary (default: prompt lookup)")
+	floor := fs.Float64("spec-floor", 0, "with --speculative: the acceptance `rate` below which speculation switches itself off (default: never)")
 	variants := fs.String("variants", "", "runner `builds` to measure one after another: a comma list, or all (default: the one Lore picks)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -118,8 +132,14 @@ func benchEngine(ctx context.Context, args []string) error {
 	}
 	opt := engine.Options{Path: *model, Threads: *threads, FlashAttention: *flash,
 		NumCtx: max(slicesMax(lens), 1000) + 64 + 256, Batch: *batch}
+	if *spec <= 0 && (*draft != "" || *floor != 0) {
+		return fmt.Errorf("bench engine: --draft and --spec-floor need --speculative K")
+	}
 	if *spec > 0 {
-		opt.SpecFloor = 1e-9 // measure speculation itself: never switched off
+		opt.Draft, opt.SpecFloor = *draft, *floor
+		if *floor <= 0 {
+			opt.SpecFloor = -1 // measure speculation itself: never switched off
+		}
 	}
 	for _, r := range runners {
 		opt.Runner = r
@@ -232,7 +252,7 @@ func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec 
 	progress("decode: %.1f tok/s", res.DecodeTokS)
 
 	if spec > 0 {
-		var plain, fast []float64
+		var plain, fast, steady, readMs, readToks []float64
 		drafted, accepted := 0, 0
 		res.SpecK, res.SpecSameOutputs = spec, true
 		for range runs {
@@ -254,7 +274,15 @@ func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec 
 					plain = append(plain, st.DecodeTokS)
 				} else {
 					fast = append(fast, st.DecodeTokS)
+					if st.DraftReadMs > 0 && st.DecodeMs > st.DraftReadMs {
+						steady = append(steady, float64(st.DecodeTokens)/((st.DecodeMs-st.DraftReadMs)/1000))
+						readMs, readToks = append(readMs, st.DraftReadMs), append(readToks, float64(st.DraftReadTokens))
+					}
 					drafted, accepted = drafted+st.Drafted, accepted+st.Accepted
+					res.SpecMode = cmp.Or(st.SpecMode, res.SpecMode)
+					if strings.HasPrefix(st.SpecNote, "off:") {
+						res.SpecOffAnswers++
+					}
 				}
 			}
 			res.SpecSameOutputs = res.SpecSameOutputs && outs[0].String() == outs[1].String()
@@ -263,8 +291,16 @@ func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec 
 		if drafted > 0 {
 			res.SpecAcceptRate = round1(100*float64(accepted)/float64(drafted)) / 100
 		}
-		progress("decode, passage quoted: %.1f tok/s plain, %.1f tok/s with up to %d drafted (%.0f%% of %d accepted); same output: %v",
-			res.SpecPlainTokS, res.SpecDecodeTokS, spec, 100*res.SpecAcceptRate, drafted, res.SpecSameOutputs)
+		if opt.SpecFloor > 0 {
+			res.SpecFloor = opt.SpecFloor
+		}
+		if len(steady) > 0 {
+			res.SpecSteadyTokS, res.DraftReadMs, res.DraftReadTokens = round1(median(steady)), round1(median(readMs)), int(median(readToks))
+			progress("draft model: read %d tokens in %.0f ms to catch up with each prompt (median); without that read %.1f tok/s",
+				res.DraftReadTokens, res.DraftReadMs, res.SpecSteadyTokS)
+		}
+		progress("decode, passage quoted: %.1f tok/s plain, %.1f tok/s with up to %d drafted by %s (%.0f%% of %d accepted; off for %d of %d answers); same output: %v",
+			res.SpecPlainTokS, res.SpecDecodeTokS, spec, res.SpecMode, 100*res.SpecAcceptRate, drafted, res.SpecOffAnswers, runs, res.SpecSameOutputs)
 	}
 
 	// TTFT at 1,000 prompt tokens: cold, then with a 300-token prefix cached.

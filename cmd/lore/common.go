@@ -17,6 +17,8 @@ import (
 type appFlags struct {
 	data, workspace         string
 	model, fastModel        string
+	draftModel              string
+	speculate               int
 	embedModel, rerankModel string
 	chatURL, chatURLModel   string
 	embedURL, embedURLModel string
@@ -30,6 +32,8 @@ func (f *appFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workspace, "workspace", "default", "workspace `name`")
 	fs.StringVar(&f.model, "model", "", "chat model GGUF `file` for this run")
 	fs.StringVar(&f.fastModel, "fast-model", "", "fast chat model GGUF `file` for this run: the router sends questions the main model would answer too slowly to it (Settings: route_ttft_ms, route_short_words)")
+	fs.StringVar(&f.draftModel, "draft-model", "", "draft model GGUF `file` for this run: a smaller model with the chat model's vocabulary whose picks the chat model verifies (with --speculate)")
+	fs.IntVar(&f.speculate, "speculate", 0, "speculative decoding for this run: up to `K` drafted tokens a step, by the --draft-model or else prompt lookup (Settings: speculate, spec_floor_pct)")
 	fs.StringVar(&f.embedModel, "embed-model", "", "embedding model GGUF `file` for this run")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "rerank model GGUF `file` for this run")
 	fs.StringVar(&f.chatURL, "chat-url", "", "OpenAI-compatible server `URL` (http://host:port/v1) that answers instead of the local chat model, which stays as its fallback; questions and passages leave this machine. Key: $LORE_API_KEY")
@@ -41,7 +45,8 @@ func (f *appFlags) register(fs *flag.FlagSet) {
 
 // open opens the app with the flags' overrides.
 func (f *appFlags) open(ctx context.Context, tel *telemetry.Telemetry) (*app.App, error) {
-	cfg := app.Config{DataDir: f.data, ChatModel: f.model, FastChatModel: f.fastModel, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm,
+	cfg := app.Config{DataDir: f.data, ChatModel: f.model, FastChatModel: f.fastModel,
+		DraftModel: f.draftModel, Speculate: f.speculate, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm,
 		ChatURL: f.chatURL, ChatURLModel: f.chatURLModel, EmbedURL: f.embedURL, EmbedURLModel: f.embedURLModel,
 		APIKey: os.Getenv("LORE_API_KEY")}
 	if tel != nil {

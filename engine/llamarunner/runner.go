@@ -66,6 +66,8 @@ type server struct {
 	// repair they were made with; from is math.MaxInt while all are exact.
 	// Only a prompt stitched with the same repair reuses approximate cells.
 	stitched []stitchMark
+	// draft proposes speculative tokens (LoadParams.Draft); nil: prompt lookup.
+	draft *drafter
 }
 
 type stitchMark struct{ from, repair int }
@@ -216,6 +218,14 @@ func (s *server) load(p *wire.LoadParams) error {
 		llama.FreeModel(m)
 		return err
 	}
+	if p.Draft != "" {
+		dcp := llama.NewContextParams(p.NumCtx, p.Batch, 1, p.Threads, fa, "")
+		// A draft that llama.cpp cannot load costs speculation its draft
+		// (prompt lookup then, which the trace names), not the model.
+		if s.draft, err = loadDrafter(p.Draft, m, dcp, p.Batch, p.GPULayers); err != nil {
+			fmt.Fprintf(os.Stderr, "runner: %v; drafting by prompt lookup\n", err)
+		}
+	}
 	s.cmu.Lock()
 	s.abort = abort
 	s.cmu.Unlock()
@@ -233,6 +243,9 @@ func (s *server) free() {
 	}
 	if s.model != nil {
 		llama.FreeModel(s.model)
+	}
+	if s.draft != nil {
+		s.draft.free()
 	}
 }
 
@@ -625,7 +638,7 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 		if sc == nil && req.Speculate > 0 {
 			// The draft rides in tok's batch: it fits the batch, the answer's
 			// token budget and the context.
-			draft = lookupDraft(append(s.seqs[seq], tok), min(req.Speculate, s.p.Batch-1, maxTokens-st.DecodeTokens, s.p.NumCtx-pos-1))
+			draft = s.propose(append(s.seqs[seq], tok), min(req.Speculate, s.p.Batch-1, maxTokens-st.DecodeTokens, s.p.NumCtx-pos-1), &st)
 		}
 		s.batch.Clear()
 		s.batch.Add(tok, nil, pos, true, seq)
@@ -675,6 +688,22 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 	}
 	s.reply(wire.Reply{Done: true, Stats: &st, Logits: logits, Tokens: ids})
 	return nil
+}
+
+// propose drafts up to k tokens to follow h: the draft model's, else by
+// prompt lookup. A failing draft model costs the step its draft, not the
+// answer.
+func (s *server) propose(h []int, k int, st *wire.Stats) []int {
+	if s.draft == nil {
+		st.SpecMode = "prompt lookup"
+		return lookupDraft(h, k)
+	}
+	st.SpecMode = "draft model"
+	d, err := s.draft.propose(h, k, s.isCancelled, st)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "runner: %v\n", err)
+	}
+	return d
 }
 
 // embed returns one L2-normalised pooled vector per text. Each text is its

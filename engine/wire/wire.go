@@ -48,6 +48,9 @@ type LoadParams struct {
 	// Pooling is the GGUF pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank),
 	// read by the parent from the validated header.
 	Pooling int `json:"pooling"`
+	// Draft, if set, is a GGUF model with the same vocabulary (checked by the
+	// parent) that proposes the tokens of Speculate instead of prompt lookup.
+	Draft string `json:"draft,omitempty"`
 }
 
 // Sampling holds the sampler settings. Temperature 0 means greedy.
@@ -105,10 +108,11 @@ type Request struct {
 	// sampled tokens (Reply.Logits, Reply.Tokens).
 	Logits bool `json:"logits,omitempty"`
 	// Speculate, for a greedy generate, drafts up to that many tokens per
-	// step by prompt lookup (what followed the last two or three tokens
-	// where they occurred before, in the prompt or the answer) and
-	// verifies them in the same batch as the next token: each draft token
-	// is kept only where greedy decoding picks it anyway.
+	// step, with the draft model when one is loaded (LoadParams.Draft), else
+	// by prompt lookup (what followed the last two or three tokens where
+	// they occurred before, in the prompt or the answer), and verifies them
+	// in the same batch as the next token: each draft token is kept only
+	// where greedy decoding picks it anyway.
 	Speculate int `json:"speculate,omitempty"`
 }
 
@@ -163,10 +167,17 @@ type Stats struct {
 	// Drafted and Accepted count speculative draft tokens (Speculate).
 	// SpecAcceptRate (the engine's) is the acceptance over its recent
 	// window, -1 when unknown; SpecNote says whether speculation ran.
-	Drafted        int     `json:"drafted,omitempty"`
-	Accepted       int     `json:"accepted,omitempty"`
-	SpecAcceptRate float64 `json:"spec_accept_rate"`
-	SpecNote       string  `json:"spec_note,omitempty"`
+	// SpecMode is how the drafts were made: "draft model" or "prompt lookup".
+	SpecMode string `json:"spec_mode,omitempty"`
+	// DraftReadTokens and DraftReadMs are what the draft model read of
+	// the prompt and answer to catch up before drafting (part of DecodeMs:
+	// it keeps its cache between answers, so a shared prefix is read once).
+	DraftReadTokens int     `json:"draft_read_tokens,omitempty"`
+	DraftReadMs     float64 `json:"draft_read_ms,omitempty"`
+	Drafted         int     `json:"drafted,omitempty"`
+	Accepted        int     `json:"accepted,omitempty"`
+	SpecAcceptRate  float64 `json:"spec_accept_rate"`
+	SpecNote        string  `json:"spec_note,omitempty"`
 	// LlamaMs is the time spent inside llama_decode and sampling up to the
 	// first token; the rest of TTFT is the engine's own overhead.
 	LlamaMs float64 `json:"llama_ms"`

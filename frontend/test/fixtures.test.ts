@@ -8,6 +8,7 @@ import { groupRows, bucketLabel } from '../src/latency/stats';
 import { layoutWaterfall } from '../src/latency/waterfall';
 import type { Settings, StageEvent, Trace, TraceStats, Transport } from '../src/transport/types';
 import type { Ctx } from '../src/views/ctx';
+import { specText } from '../src/views/latency';
 import { SettingsView } from '../src/views/settings';
 import { applyStage, fitText, initialStage } from '../src/views/stage';
 
@@ -56,6 +57,17 @@ describe('recorded lore serve answers', () => {
     // The live generate-done event carries the stored trace's decode figure.
     const gen = ask.find((e) => e.event === 'stage' && (e.data as StageEvent).name === 'generate' && (e.data as StageEvent).state === 'done')!.data as StageEvent;
     expect(gen.ms).toBe(trace.stages.decode_ms);
+  });
+
+  it('a recorded speculative answer says how its drafts went, one without says off', () => {
+    const traces = fx['GET /api/traces'] as Trace[];
+    const spec = traces.find((t) => t.spec_note)!;
+    expect(spec, 'the e2e run records a speculative answer').toBeDefined();
+    const text = specText(spec);
+    expect(text.startsWith(spec.spec_note!)).toBe(true);
+    if (spec.drafted) expect(text).toContain(`${spec.accepted ?? 0} of ${spec.drafted} drafted tokens kept`);
+    expect(text.includes("route's acceptance")).toBe(spec.draft_accept_rate != null);
+    expect(specText(traces.find((t) => !t.spec_note)!)).toBe('off');
   });
 
   it('the recorded stage events say how many candidates fit the prompt', () => {

@@ -202,7 +202,7 @@ describe('HttpTransport', () => {
     await t.settings();
     await t.reportUITTFT('r1', 812.5, 3.1);
     await t.cancel('r1');
-    const s = { chat_model: 'm', embed_model: 'e', rerank_model: '', top_k: 5, rerank_k: 20, rerank_budget_ms: 1500, ef_search: 0, context_tokens: 0, max_tokens: 256, threads: 0, gpu_layers: 0, passage_kv: false, passage_repair: 16, route_ttft_ms: 1000, route_short_words: 0 };
+    const s = { chat_model: 'm', embed_model: 'e', rerank_model: '', top_k: 5, rerank_k: 20, rerank_budget_ms: 1500, ef_search: 0, context_tokens: 0, max_tokens: 256, threads: 0, gpu_layers: 0, passage_kv: false, passage_repair: 16, route_ttft_ms: 1000, route_short_words: 0, speculate: 0, spec_floor_pct: 60 };
     await t.saveSettings(s);
     const B = 'http://127.0.0.1:8765';
     expect(calls.map((c) => `${c.init.method} ${c.url}`)).toEqual([

@@ -100,6 +100,12 @@ export interface Trace {
   /** main or fast: the chat model the router picked; route_reason says why. */
   route_role?: 'main' | 'fast' | string;
   route_reason?: string;
+  /** Speculative decoding: how drafts were made ("draft model", "prompt lookup"), how many were kept, the route's recent acceptance (0–1, absent until measured) and whether it ran. */
+  spec_mode?: string;
+  drafted?: number;
+  accepted?: number;
+  draft_accept_rate?: number;
+  spec_note?: string;
   fallback_level?: number;
   fallback_reason?: string;
   prompt_tokens?: number;
@@ -287,6 +293,12 @@ export interface Settings {
   route_ttft_ms: number;
   /** Router: questions of at most this many words that start a chat go to the fast model (0: off). */
   route_short_words: number;
+  /** Speculative decoding: tokens drafted a step (0: off). */
+  speculate: number;
+  /** The main model's draft model ('' : prompt lookup). */
+  draft_model?: string;
+  /** Acceptance (percent) below which speculation switches itself off. */
+  spec_floor_pct: number;
 }
 
 export interface AskCallbacks {

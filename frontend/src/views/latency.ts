@@ -110,6 +110,7 @@ export function renderDetails(t: Trace): HTMLElement {
     ...item('Passage KV', stitchText(t), 'detail-stitch'),
     ...item('Fallback', fb, 'detail-fallback'),
     ...item('Route', routeText(t), 'detail-route'),
+    ...item('Speculation', specText(t), 'detail-spec'),
     ...item('Version', t.version_id || '—', 'detail-version'),
     ...item('Context chunks', fmtInt(t.context_chunks), 'detail-chunks'),
     ...item('Decode', `${fmtRate(t.decode_tok_s, 'tok/s')} · ${fmtInt(t.decode_tokens)} tokens in ${fmtMs(s.decode_ms)}`, 'detail-decode'),
@@ -122,6 +123,15 @@ export function routeText(t: Trace): string {
   if (!t.route) return '—';
   if (!t.route_role) return t.route;
   return `${t.route} (${t.route_role} model${t.route_reason ? `: ${t.route_reason}` : ''})`;
+}
+
+/** Whether speculative decoding ran, how, and how much of it was kept. */
+export function specText(t: Trace): string {
+  if (!t.spec_note) return 'off';
+  const parts = [t.spec_note];
+  if (t.drafted) parts.push(`${fmtInt(t.accepted ?? 0)} of ${fmtInt(t.drafted)} drafted tokens kept`);
+  if (t.draft_accept_rate != null) parts.push(`route's acceptance ${Math.round(t.draft_accept_rate * 100)}%`);
+  return parts.join(' · ');
 }
 
 function statTable(rows: StatRow[], first: string, testid: string): HTMLElement {

@@ -6,10 +6,11 @@ import { fmtBytes, fmtInt, fmtParams } from '../format';
 import type { ModelInfo, Settings, SystemInfo } from '../transport/types';
 import type { Ctx } from './ctx';
 
-type Slot = { key: 'chat_model' | 'fast_chat_model' | 'embed_model' | 'rerank_model'; kind: string; label: string; optional: boolean };
+type Slot = { key: 'chat_model' | 'fast_chat_model' | 'draft_model' | 'embed_model' | 'rerank_model'; kind: string; label: string; optional: boolean };
 const SLOTS: Slot[] = [
   { key: 'chat_model', kind: 'chat', label: 'Chat model', optional: false },
   { key: 'fast_chat_model', kind: 'chat', label: 'Fast chat model (routing, optional)', optional: true },
+  { key: 'draft_model', kind: 'chat', label: 'Draft model (speculative decoding, same vocabulary, optional)', optional: true },
   { key: 'embed_model', kind: 'embedding', label: 'Embedding model', optional: false },
   { key: 'rerank_model', kind: 'rerank', label: 'Rerank model', optional: true },
 ];

@@ -5,7 +5,7 @@ import { errMsg, h } from '../dom';
 import type { Settings } from '../transport/types';
 import type { Ctx } from './ctx';
 
-type NumKey = 'top_k' | 'rerank_k' | 'rerank_budget_ms' | 'ef_search' | 'context_tokens' | 'max_tokens' | 'threads' | 'gpu_layers' | 'passage_repair' | 'route_ttft_ms' | 'route_short_words';
+type NumKey = 'top_k' | 'rerank_k' | 'rerank_budget_ms' | 'ef_search' | 'context_tokens' | 'max_tokens' | 'threads' | 'gpu_layers' | 'passage_repair' | 'route_ttft_ms' | 'route_short_words' | 'speculate' | 'spec_floor_pct';
 
 export interface NumField {
   key: NumKey;
@@ -28,6 +28,8 @@ export const NUMERIC_SETTINGS: NumField[] = [
   { key: 'max_tokens', group: 'Prompt and answer', label: 'Max answer tokens', unit: 'tokens', min: 0, max: 32_768, zero: 'no limit', help: 'longest answer; 0 lets it run to the end of the context' },
   { key: 'route_ttft_ms', group: 'Routing (with a fast chat model, Models view)', label: 'First-token budget', unit: 'ms', min: 0, max: 600_000, zero: 'no budget', help: 'when the main model would take longer than this to read a question\'s new tokens (at its measured speed), the fast model answers' },
   { key: 'route_short_words', group: 'Routing (with a fast chat model, Models view)', label: 'Short question', unit: 'words', min: 0, max: 100, zero: 'off', help: 'a question of at most this many words that starts a chat goes to the fast model' },
+  { key: 'speculate', group: 'Speculative decoding', label: 'Drafted tokens', unit: 'tokens a step', min: 0, max: 16, zero: 'off', help: 'the draft model (Models view), or else prompt lookup, proposes this many tokens that the chat model checks in one batch; speeds up the tokens after the first when most are kept' },
+  { key: 'spec_floor_pct', group: 'Speculative decoding', label: 'Acceptance floor', unit: '%', min: 0, max: 100, zero: 'never off', help: 'below this share of drafted tokens kept, speculation switches itself off and is retried later' },
   { key: 'threads', group: 'Runtime', label: 'Threads', min: 0, max: 256, zero: 'auto', help: 'CPU threads for the model' },
   { key: 'gpu_layers', group: 'Runtime', label: 'GPU layers', min: 0, max: 1024, zero: 'CPU only', help: 'model layers offloaded to the GPU' },
   { key: 'passage_repair', group: 'Passage KV (approximate)', label: 'Repair tokens', unit: 'tokens', min: 0, max: 4096, help: 'tokens at the start of each stitched passage read again in place: more is closer to reading it in full, and slower' },
