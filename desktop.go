@@ -302,6 +302,11 @@ func (d *App) System() (app.System, error) {
 	return get(d, func(context.Context) (app.System, error) { return d.core.System(), nil })
 }
 
+// Sweep returns the efSearch trade-off last measured on this machine.
+func (d *App) Sweep() (app.HNSWSweep, error) {
+	return get(d, d.core.Sweep)
+}
+
 // Settings returns the current settings.
 func (d *App) Settings() (app.Settings, error) {
 	return get(d, func(context.Context) (app.Settings, error) { return d.core.Settings(), nil })

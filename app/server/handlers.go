@@ -259,6 +259,15 @@ func (s *Server) system(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.app.System())
 }
 
+func (s *Server) sweep(w http.ResponseWriter, r *http.Request) {
+	sw, err := s.app.Sweep(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sw)
+}
+
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.app.Settings())
 }

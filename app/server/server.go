@@ -260,6 +260,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/models", s.models)
 	api("GET /api/system", s.system)
 	api("GET /api/settings", s.getSettings)
+	api("GET /api/bench/hnsw", s.sweep)
 	api("PUT /api/settings", s.putSettings)
 	v1("POST /v1/chat/completions", s.completions)
 	v1("GET /v1/models", s.openaiModels)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"lore/app"
 	"lore/bench"
 	"lore/engine"
 	"lore/engine/synth"
@@ -124,11 +125,12 @@ func benchRetrieval(ctx context.Context, args []string) error {
 	sweep := fs.Bool("sweep", false, "only the HNSW trade-off curve: efSearch → recall@10 and latency at each --sweep-sizes")
 	sizes := fs.String("sweep-sizes", "100000,1000000", "corpus `sizes` of the --sweep, in vectors")
 	efs := fs.String("sweep-ef", "16,32,64,96,128,200,400", "efSearch `values` of the --sweep")
+	data := fs.String("data", "", "with --sweep: the data `folder` the curve is saved in, for Settings to show (default $LORE_DATA, else the per-user data folder)")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *sweep {
-		return sweepHNSW(ctx, *sizes, *efs, *asJSON)
+		return sweepHNSW(ctx, *sizes, *efs, *data, *asJSON)
 	}
 	say := func(format string, a ...any) {
 		if !*asJSON {
@@ -246,27 +248,11 @@ func benchRetrieval(ctx context.Context, args []string) error {
 	return nil
 }
 
-// sweepPoint is HNSW search at one efSearch on one corpus size.
-type sweepPoint struct {
-	N        int     `json:"n"`
-	EfSearch int     `json:"ef_search"`
-	Recall10 float64 `json:"recall_at_10"`
-	P50Ms    float64 `json:"p50_ms"`
-	P95Ms    float64 `json:"p95_ms"`
-}
-
-type sweepSize struct {
-	N          int          `json:"n"`
-	Dim        int          `json:"dim"`
-	BuildS     float64      `json:"build_s"`
-	ExactP95Ms float64      `json:"exact_p95_ms"` // exact search, for the knee's other side
-	Points     []sweepPoint `json:"points"`
-}
-
 // sweepHNSW prints recall@10 and latency against efSearch, one graph per
 // corpus size of clustered 384-d vectors (the default graph: M 16,
-// efConstruction 100), so a user can pick the knee for their TTFT budget.
-func sweepHNSW(ctx context.Context, sizes, efs string, asJSON bool) error {
+// efConstruction 100), so a user can pick the knee for their TTFT budget,
+// and saves it in the data folder, where Settings shows it.
+func sweepHNSW(ctx context.Context, sizes, efs, data string, asJSON bool) error {
 	ns, err := intList(sizes)
 	if err != nil {
 		return fmt.Errorf("bench retrieval: --sweep-sizes: %w", err)
@@ -275,7 +261,7 @@ func sweepHNSW(ctx context.Context, sizes, efs string, asJSON bool) error {
 	if err != nil {
 		return fmt.Errorf("bench retrieval: --sweep-ef: %w", err)
 	}
-	var out []sweepSize
+	var out []app.SweepSize
 	for _, n := range ns {
 		if !asJSON {
 			fmt.Fprintf(os.Stderr, "building an HNSW of %d vectors…\n", n)
@@ -285,9 +271,9 @@ func sweepHNSW(ctx context.Context, sizes, efs string, asJSON bool) error {
 			return err
 		}
 		ms := func(d time.Duration) float64 { return round3(float64(d) / 1e6) }
-		s := sweepSize{N: n, Dim: r.Dim, BuildS: round1(r.Build.Seconds()), ExactP95Ms: ms(r.Exact.P95)}
+		s := app.SweepSize{N: n, Dim: r.Dim, BuildS: round1(r.Build.Seconds()), ExactP95Ms: ms(r.Exact.P95)}
 		for _, p := range r.Sweep {
-			s.Points = append(s.Points, sweepPoint{N: n, EfSearch: p.EfSearch, Recall10: round3(p.Recall), P50Ms: ms(p.HNSW.P50), P95Ms: ms(p.HNSW.P95)})
+			s.Points = append(s.Points, app.SweepPoint{EfSearch: p.EfSearch, Recall10: round3(p.Recall), P50Ms: ms(p.HNSW.P50), P95Ms: ms(p.HNSW.P95)})
 		}
 		out = append(out, s)
 		if !asJSON {
@@ -298,9 +284,18 @@ func sweepHNSW(ctx context.Context, sizes, efs string, asJSON bool) error {
 			}
 		}
 	}
+	a, err := app.New(ctx, app.Config{DataDir: data})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.SaveSweep(ctx, app.HNSWSweep{MeasuredAt: time.Now().UTC(), CPU: app.DescribeCPU().Features, Sizes: out}); err != nil {
+		return err
+	}
 	if asJSON {
 		return json.NewEncoder(os.Stdout).Encode(map[string]any{"hnsw_sweep": out})
 	}
+	fmt.Fprintln(os.Stderr, "saved: Settings shows the curve beside ef_search")
 	return nil
 }
 

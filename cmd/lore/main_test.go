@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -80,6 +81,7 @@ func TestCommands(t *testing.T) {
 	dir := t.TempDir()
 	chat, embed := filepath.Join(dir, "chat.gguf"), filepath.Join(dir, "embed.gguf")
 	data, lib := filepath.Join(dir, "data"), filepath.Join(dir, "lib")
+	sweepData := filepath.Join(dir, "sweep-data")
 	os.MkdirAll(lib, 0o755)
 	notes := map[string]string{
 		"lighthouse.md": "# Lighthouses\n\nThe lighthouse keeper trimmed the wick every night and wound the clockwork.\n",
@@ -201,16 +203,25 @@ func TestCommands(t *testing.T) {
 			}},
 		{name: "eval, bad candidates", args: []string{"eval", "retrieval", "--data", data, "--queries", queries, "--candidates", "5,x"}, code: 1, stderr: "--candidates"},
 		{name: "eval, a label naming no document", args: []string{"eval", "retrieval", "--data", data, "--queries", badQueries}, code: 1, stderr: "not a document"},
-		{name: "bench retrieval sweep", args: []string{"bench", "retrieval", "--sweep", "--sweep-sizes", "2000", "--sweep-ef", "4,64", "--json"}, code: 0,
+		{name: "bench retrieval sweep", args: []string{"bench", "retrieval", "--sweep", "--sweep-sizes", "2000", "--sweep-ef", "4,64", "--data", sweepData, "--json"}, code: 0,
 			check: func(t *testing.T, out string) {
 				var v struct {
-					Sweep []sweepSize `json:"hnsw_sweep"`
+					Sweep []app.SweepSize `json:"hnsw_sweep"`
 				}
 				if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Sweep) != 1 || len(v.Sweep[0].Points) != 2 {
 					t.Fatalf("sweep %s (%v)", out, err)
 				}
 				if p := v.Sweep[0].Points; p[1].Recall10 < p[0].Recall10 || p[1].Recall10 < 0.9 || p[0].P50Ms <= 0 {
 					t.Errorf("efSearch 4 → 64: %+v", p)
+				}
+				// Saved where Settings reads it.
+				a, err := app.New(context.Background(), app.Config{DataDir: sweepData})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer a.Close()
+				if saved, err := a.Sweep(context.Background()); err != nil || !reflect.DeepEqual(saved.Sizes, v.Sweep) || saved.MeasuredAt.IsZero() {
+					t.Errorf("saved sweep %+v (%v), want %+v", saved, err, v.Sweep)
 				}
 			}},
 	}

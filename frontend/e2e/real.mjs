@@ -487,6 +487,24 @@ try {
 
   await step('empty chat: library and model status, questions from the library, the last chat reopens', () => emptyChat(page, server, browser));
 
+  await step('Settings shows the efSearch curve lore bench retrieval --sweep measured, the current setting marked', async () => {
+    await tid('nav-settings').click();
+    await tid('sweep-none').waitFor();
+    await run(LORE, ['bench', 'retrieval', '--sweep', '--sweep-sizes', '2000', '--sweep-ef', '16,96', '--data', join(tmp, 'data')]);
+    const sw = await server.api('GET', '/api/bench/hnsw');
+    assert.equal(sw.sizes.length, 1);
+    await tid('nav-chat').click();
+    await tid('nav-settings').click();
+    await tid('sweep-table').waitFor();
+    const row = await tid('sweep-row-96').textContent();
+    console.log(`     ${row}`);
+    assert.match(row, /^96 \(current/);
+    assert.ok(row.includes(sw.sizes[0].points.find((p) => p.ef_search === 96).recall_at_10.toFixed(3)), row);
+    await tid('setting-ef_search').fill('16');
+    assert.match(await tid('sweep-row-16').textContent(), /^16 \(current/);
+    await tid('setting-ef_search').fill(String((await server.api('GET', '/api/settings')).ef_search));
+  });
+
   await step('passage KV: switched on in Settings, a question asked again places its saved passages; the panel says approximate', async () => {
     await tid('nav-settings').click();
     await tid('setting-passage_kv').check();

@@ -34,7 +34,7 @@ describe('recorded lore serve answers', () => {
     const settings = fx['GET /api/settings'] as Settings;
     expect(settings.ef_search === 0 || settings.context_tokens === 0).toBe(true); // the case that was refused
     const saved: Settings[] = [];
-    const t = { settings: vi.fn(async () => settings), saveSettings: vi.fn(async (s: Settings) => void saved.push(s)) } as unknown as Transport;
+    const t = { settings: vi.fn(async () => settings), hnswSweep: vi.fn(async () => ({ measured_at: '', cpu: '', sizes: [] })), saveSettings: vi.fn(async (s: Settings) => void saved.push(s)) } as unknown as Transport;
     const ctx = { t, notify: vi.fn() } as unknown as Ctx;
     const view = new SettingsView(ctx);
     document.body.replaceChildren(view.el);

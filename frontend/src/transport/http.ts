@@ -15,6 +15,7 @@ import {
   type ModelInfo,
   type Progress,
   type ProgressCallbacks,
+  type HNSWSweep,
   type Settings,
   type SystemInfo,
   type Source,
@@ -294,6 +295,9 @@ export class HttpTransport implements Transport {
   }
   settings(): Promise<Settings> {
     return this.call('GET', '/api/settings');
+  }
+  hnswSweep(): Promise<HNSWSweep> {
+    return this.call('GET', '/api/bench/hnsw');
   }
   saveSettings(s: Settings): Promise<void> {
     return this.call('PUT', '/api/settings', s);

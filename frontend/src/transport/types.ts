@@ -301,6 +301,19 @@ export interface Settings {
   spec_floor_pct: number;
 }
 
+/** recall@10 and latency per efSearch, per corpus size (app.HNSWSweep). */
+export interface HNSWSweep {
+  measured_at: string;
+  cpu: string;
+  sizes: Array<{
+    n: number;
+    dim: number;
+    build_s: number;
+    exact_p95_ms: number;
+    points: Array<{ ef_search: number; recall_at_10: number; p50_ms: number; p95_ms: number }>;
+  }>;
+}
+
 export interface AskCallbacks {
   onTrace(t: TraceStart): void;
   onStage(s: StageEvent): void;
@@ -357,6 +370,8 @@ export interface Transport {
   models(): Promise<ModelInfo[]>;
   system(): Promise<SystemInfo>;
   settings(): Promise<Settings>;
+  /** The efSearch trade-off `lore bench retrieval --sweep` last measured here (no sizes: never). */
+  hnswSweep(): Promise<HNSWSweep>;
   saveSettings(s: Settings): Promise<void>;
 }
 

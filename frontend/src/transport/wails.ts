@@ -16,6 +16,7 @@ import type {
   ModelInfo,
   Progress,
   ProgressCallbacks,
+  HNSWSweep,
   Settings,
   SystemInfo,
   Trace,
@@ -234,6 +235,9 @@ export class WailsTransport implements Transport {
   }
   settings(): Promise<Settings> {
     return this.invoke('Settings');
+  }
+  hnswSweep(): Promise<HNSWSweep> {
+    return this.invoke('Sweep');
   }
   saveSettings(s: Settings): Promise<void> {
     return this.invoke('SaveSettings', s);

@@ -2,8 +2,9 @@
 // server sends can always be saved back unchanged; several fields use 0 for "auto" or "off".
 
 import { errMsg, h } from '../dom';
-import type { Settings } from '../transport/types';
+import type { HNSWSweep, Settings } from '../transport/types';
 import type { Ctx } from './ctx';
+import { renderSweep } from './sweep';
 
 type NumKey = 'top_k' | 'rerank_k' | 'rerank_budget_ms' | 'ef_search' | 'context_tokens' | 'max_tokens' | 'threads' | 'gpu_layers' | 'passage_repair' | 'route_ttft_ms' | 'route_short_words' | 'speculate' | 'spec_floor_pct';
 
@@ -72,6 +73,9 @@ export class SettingsView {
   private readonly inputs = new Map<NumKey, HTMLInputElement>();
   private readonly passageKV: HTMLInputElement;
   private readonly status: HTMLElement;
+  /** The measured efSearch trade-off, under the ef_search field. */
+  private readonly sweep = h('div', { class: 'field-note', testid: 'sweep-box' });
+  private sweepData: HNSWSweep | undefined;
   private base: Settings | undefined;
 
   constructor(private readonly ctx: Ctx) {
@@ -102,6 +106,10 @@ export class SettingsView {
           h('small', { class: 'muted', id: `${id}-help`, text: `${f.help} (${f.min}–${f.max})` }),
         ),
       );
+      if (f.key === 'ef_search') {
+        form.append(this.sweep);
+        inp.addEventListener('input', () => this.showSweep());
+      }
     }
     this.status = h('span', { class: 'muted', testid: 'settings-status', role: 'status' });
     form.append(h('div', { class: 'row' }, h('button', { type: 'submit', class: 'btn primary', testid: 'save-settings', text: 'Save' }), this.status));
@@ -121,11 +129,18 @@ export class SettingsView {
         inp.removeAttribute('aria-invalid');
       }
       this.passageKV.checked = this.base?.passage_kv === true;
+      this.sweepData = await this.ctx.t.hnswSweep().catch(() => undefined); // an older server has none
+      this.showSweep();
       this.status.textContent = '';
       this.status.classList.remove('error');
     } catch (e) {
       this.ctx.notify(`Cannot load settings: ${errMsg(e)}`);
     }
+  }
+
+  private showSweep(): void {
+    const ef = parseInt(this.inputs.get('ef_search')!.value, 10);
+    this.sweep.replaceChildren(renderSweep(this.sweepData, Number.isNaN(ef) ? 0 : ef));
   }
 
   private async save(): Promise<void> {
