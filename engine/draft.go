@@ -15,6 +15,14 @@ var (
 	ErrVocabMismatch = errors.New("the draft model's vocabulary differs from the model's")
 )
 
+// VocabSlack is how many tokens a draft's vocabulary may have more or fewer
+// than the model's, the rest being the same list: models of one family pad
+// their vocabularies differently (llama.cpp's speculative server allows the
+// same 128). The runner never lets a draft token past the model's.
+const VocabSlack = 128
+
+func abs(n int) int { return max(n, -n) }
+
 // checkDraft validates the draft model's header and compares its
 // tokenizer with the model's, before llama.cpp sees the file.
 func checkDraft(model *gguf.File, path string) error {
@@ -32,10 +40,10 @@ func checkDraft(model *gguf.File, path string) error {
 	}
 	mv, _ := model.Strings("tokenizer.ggml.tokens")
 	dv, _ := d.Strings("tokenizer.ggml.tokens")
-	if len(mv) != len(dv) {
+	if len(mv) == 0 || abs(len(mv)-len(dv)) > VocabSlack {
 		return fmt.Errorf("%w %s: %w (%d tokens, the model has %d)", ErrDraft, path, ErrVocabMismatch, len(dv), len(mv))
 	}
-	for i := range mv {
+	for i := range min(len(mv), len(dv)) {
 		if mv[i] != dv[i] {
 			return fmt.Errorf("%w %s: %w (token %d is %q, the model's %q)", ErrDraft, path, ErrVocabMismatch, i, dv[i], mv[i])
 		}

@@ -94,11 +94,11 @@ type Options struct {
 	SpecFloor float64
 	// Draft, if set, is a GGUF model with the same vocabulary whose greedy
 	// picks are the drafts of GenerateRequest.Speculate (without it, prompt
-	// lookup drafts). It must have exactly the model's token list (a smaller
-	// model of the same family often has; Qwen2.5-0.5B's 151,936 tokens
-	// against 7B's 152,064 padded do not): any other is refused
-	// (ErrVocabMismatch), and a draft llama.cpp cannot load leaves prompt
-	// lookup in its place (logged by the runner).
+	// lookup drafts). It must have the model's token list, give or take
+	// VocabSlack padding tokens at the end (a smaller model of the same
+	// family usually has): any other is refused (ErrVocabMismatch), and a
+	// draft llama.cpp cannot load leaves prompt lookup in its place (logged
+	// by the runner).
 	Draft string
 }
 

@@ -85,11 +85,15 @@ func TestSpeculativeSameOutput(t *testing.T) {
 func TestDraftModel(t *testing.T) {
 	chat, _ := models(t)
 	dir := t.TempDir()
-	other, foreign := filepath.Join(dir, "other.gguf"), filepath.Join(dir, "foreign.gguf")
+	other, foreign, padded := filepath.Join(dir, "other.gguf"), filepath.Join(dir, "foreign.gguf"), filepath.Join(dir, "padded.gguf")
 	if err := synth.Write(other, synth.Options{Shape: "tiny", Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if err := synth.Write(foreign, synth.Options{Shape: "tiny", Seed: 1, Vocab: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	// The same list and 64 tokens more, as models of one family pad theirs.
+	if err := synth.Write(padded, synth.Options{Shape: "tiny", Seed: 1, Vocab: 4096 + 64}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -138,6 +142,13 @@ func TestDraftModel(t *testing.T) {
 	t.Logf("unrelated draft: %q", notes)
 	if !strings.HasPrefix(notes[0], "switched off") || !strings.HasPrefix(notes[1], "off:") {
 		t.Errorf("unrelated draft, notes %q: want speculation switched off", notes)
+	}
+
+	// A draft with a padded vocabulary drafts; its tokens past the model's never reach the model.
+	got, st := gen(openWith(t, engine.Options{Path: chat, Draft: padded}), 4)
+	t.Logf("padded vocabulary: %d of %d accepted; %s", st.Accepted, st.Drafted, st.SpecNote)
+	if got != plain || st.SpecMode != "draft model" || st.Drafted == 0 {
+		t.Errorf("padded vocabulary: %q (%s, %d drafted), want %q by the draft model", got, st.SpecMode, st.Drafted, plain)
 	}
 
 	_, err := engine.Open(engine.Options{Path: chat, Draft: foreign, Runner: os.Args[0]})

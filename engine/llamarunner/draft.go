@@ -17,6 +17,7 @@ type drafter struct {
 	lctx  *llama.Context
 	batch *llama.Batch
 	toks  []int // the tokens its KV holds, in position order
+	vocab int   // the main model's: a draft token past it ends the draft
 }
 
 func loadDrafter(path string, main *llama.Model, cp llama.ContextParams, batch, gpuLayers int) (*drafter, error) {
@@ -24,9 +25,9 @@ func loadDrafter(path string, main *llama.Model, cp llama.ContextParams, batch, 
 	if err != nil {
 		return nil, fmt.Errorf("draft model %s: %w", path, err)
 	}
-	// The parent compared the token lists; this guards the batch, where a
-	// token id past the main model's vocabulary would crash llama.cpp.
-	if m.NumVocab() != main.NumVocab() {
+	// The parent compared the token lists; this and propose guard the batch,
+	// where a token id past the main model's vocabulary would crash llama.cpp.
+	if d := m.NumVocab() - main.NumVocab(); d > 128 || d < -128 {
 		llama.FreeModel(m)
 		return nil, fmt.Errorf("draft model %s: %d tokens in its vocabulary, the model has %d", path, m.NumVocab(), main.NumVocab())
 	}
@@ -40,7 +41,7 @@ func loadDrafter(path string, main *llama.Model, cp llama.ContextParams, batch, 
 		llama.FreeModel(m)
 		return nil, err
 	}
-	return &drafter{model: m, lctx: c, batch: b}, nil
+	return &drafter{model: m, lctx: c, batch: b, vocab: main.NumVocab()}, nil
 }
 
 func (d *drafter) free() {
@@ -89,7 +90,7 @@ func (d *drafter) propose(h []int, k int, cancelled func() bool, st *wire.Stats)
 	idx := d.batch.NumTokens() - 1
 	for {
 		t := argmax(d.lctx.GetLogitsIth(idx))
-		if d.model.TokenIsEog(t) {
+		if d.model.TokenIsEog(t) || t >= d.vocab {
 			return out, nil // the main model decides where the answer ends
 		}
 		out = append(out, t)

@@ -52,6 +52,7 @@ export async function recordFixtures({ api, raw, workspace, question, progress, 
   await get('/api/models');
   await get('/api/system');
   await get('/api/settings');
+  await get('/api/bench/hnsw');
   // One answer's stream, as the page reads it.
   fx.ask = parseSSE(await raw('POST', '/api/ask', { question, workspace }));
   // The passages of its sources, by chunk id (the passage view fetches them).

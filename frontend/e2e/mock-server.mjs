@@ -164,6 +164,7 @@ export function startMockServer({ port = 0, prefillMs = 600, tokenDelayMs = 25 }
         }
         if (m === 'GET' && p === '/api/models') return json(res, 200, FX['GET /api/models']);
         if (m === 'GET' && p === '/api/system') return json(res, 200, FX['GET /api/system']);
+        if (m === 'GET' && p === '/api/bench/hnsw') return json(res, 200, FX['GET /api/bench/hnsw']);
         if (p === '/api/settings') {
           if (m === 'PUT') { state.settings = body; return json(res, 204); }
           return json(res, 200, state.settings ?? FX['GET /api/settings']);
