@@ -670,13 +670,11 @@ func TestPrefetchAdopted(t *testing.T) {
 	t.Logf("cold: %d of %d tokens evaluated; adopted: %d prefetched, %d evaluated", cold.trace.EvalTokens,
 		cold.trace.PromptTokens, tr.PrefetchedTokens, tr.EvalTokens)
 
-	// Other passages (one passage per prompt, so questions differ): a miss,
-	// with its reason.
-	s := a.Settings()
-	s.TopK = 1
-	if err := a.SaveSettings(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	// Other passages: a miss, with its reason. BM25 only, so that no
+	// passage of the draft is among the question's candidates (a random
+	// embedder ranks every passage somewhere, and a candidate the
+	// speculative sequence holds keeps its place).
+	a = newApp(t, opts{chat: true})
 	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: "tomatoes beans apple tree garden", ClientID: "client-b"}); err != nil {
 		t.Fatal(err)
 	}
@@ -693,6 +691,76 @@ func TestPrefetchAdopted(t *testing.T) {
 	}
 	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, Workspace: "nope"}); !errors.Is(err, app.ErrNotFound) {
 		t.Errorf("prefetch over an unknown workspace: %v", err)
+	}
+}
+
+// TestPrefetchExtends: a question that adds a passage to its draft's keeps
+// the draft's passages first, adopts what the draft read and reads only the
+// new passage (a partial hit); with a first-token budget too small for that
+// passage, it is left out and said so, while a passage already read stays.
+func TestPrefetchExtends(t *testing.T) {
+	ctx := context.Background()
+	// BM25 only: the passages each question gets are known.
+	fresh := func(budgetMs int) *app.App {
+		a := newApp(t, opts{chat: true})
+		ask(t, a, "what grows in the small garden", 0) // measures the model's reading speed
+		s := a.Settings()
+		s.RouteTTFTMs = budgetMs
+		if err := a.SaveSettings(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	waitDraft := func(a *app.App, draft string) {
+		t.Helper()
+		if res, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: draft, ClientID: draft}); err != nil || !res.Started {
+			t.Fatalf("Prefetch(%q): %+v %v", draft, res, err)
+		}
+		for i := 0; !a.SpeculationDone(); i++ {
+			if i > 3000 {
+				t.Fatal("prefetch never finished")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	const q = "when does the river market open for boats with fish and grain, and the orchestra"
+	sources := func(a *app.App, r *recorded) []string {
+		var docs []string
+		for _, id := range r.trace.TurnPassages {
+			src, err := a.Chunk(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, src.Document)
+		}
+		return docs
+	}
+
+	a := fresh(1000)
+	waitDraft(a, "when does the river market open")
+	r := ask(t, a, q, 0)
+	tr := r.trace
+	if tr.Prefetch != app.PrefetchPartial || tr.PrefetchNewPassages != 1 || tr.PrefetchedTokens == 0 || tr.LatePassages != 0 {
+		t.Fatalf("prefetch %q (%s): %d new passages, %d tokens prefetched, %d late; want a partial hit with 1 new passage",
+			tr.Prefetch, tr.PrefetchMiss, tr.PrefetchNewPassages, tr.PrefetchedTokens, tr.LatePassages)
+	}
+	if docs := sources(a, r); len(docs) != 2 || docs[0] != "river.md" || docs[1] != "music.md" {
+		t.Errorf("prompt passages %v: want the draft's river.md first, then music.md", docs)
+	}
+	if tr.EvalTokens+tr.PrefetchedTokens > tr.PromptTokens {
+		t.Errorf("evaluated %d of %d tokens after adopting %d: read twice", tr.EvalTokens, tr.PromptTokens, tr.PrefetchedTokens)
+	}
+
+	// A budget no passage fits in: the draft's passage (read) stays, the
+	// new one is left out and counted late.
+	a = fresh(1)
+	waitDraft(a, "when does the river market open")
+	r = ask(t, a, q, 0)
+	if r.trace.LatePassages != 1 {
+		t.Errorf("%d late passages, want 1 (prefetch %q)", r.trace.LatePassages, r.trace.Prefetch)
+	}
+	if docs := sources(a, r); len(docs) != 1 || docs[0] != "river.md" {
+		t.Errorf("prompt passages %v: want only the draft's river.md", docs)
 	}
 }
 

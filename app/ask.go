@@ -78,11 +78,13 @@ type ask struct {
 	gen  Generator // the chat model that answers (its route's)
 	// routeAsked is the request's route; "" (a prefetch) does not route.
 	routeAsked string
+	draft      bool // a draft being prefetched, not a question
 
 	history  []turn
 	res      retrieve.Result
 	passages []retrieve.Passage // fitted into the prompt, in prompt order
 	prompt   string
+	laid     prompt        // the assembled prompt, with its turn's layout
 	parts    []engine.Part // prompt cut around the passages (stitching)
 	reasons  []string
 	answer   strings.Builder
@@ -318,22 +320,22 @@ func (x *ask) assemble() error {
 	start := time.Now()
 	if x.gen != nil {
 		x.t.ContextBudget = x.a.contextBudget(x.s)
-		p, err := x.a.assemble(x.ctx, x.gen, x.history, x.q, passages, x.t.ContextBudget)
+		p, err := x.a.assemble(x.ctx, x.gen, x.history, x.q, passages, x.t.ContextBudget, x.reuse(x.gen))
 		if err != nil {
 			return err
 		}
 		if x.routeAsked != "" {
-			x.passages = p.passages // the prefetch check compares them
 			var g Generator
 			x.t.RouteRole, g, x.t.RouteReason = x.pickRoute(p)
 			if g != x.gen { // the fast model renders and counts in its own template and vocabulary
 				x.gen = g
-				if p, err = x.a.assemble(x.ctx, g, x.history, x.q, passages, x.t.ContextBudget); err != nil {
+				if p, err = x.a.assemble(x.ctx, g, x.history, x.q, passages, x.t.ContextBudget, x.reuse(g)); err != nil {
 					return err
 				}
 			}
 		}
-		x.prompt, x.passages, x.parts = p.text, p.passages, p.parts
+		x.prompt, x.passages, x.parts, x.laid = p.text, p.passages, p.parts, p
+		x.t.StalePassages, x.t.LatePassages = p.stale, p.late
 		for _, q := range p.turn {
 			x.t.TurnPassages = append(x.t.TurnPassages, q.ChunkID)
 		}
@@ -392,6 +394,11 @@ func (x *ask) generate() error {
 		// slow this prefill (this is a one-user app: the draft being typed is
 		// this question's).
 		trim := x.t.Prefetch == PrefetchMiss
+		if trim {
+			x.a.mu.Lock()
+			x.a.read = nil // the speculative sequence is cut back to what this prompt shares
+			x.a.mu.Unlock()
+		}
 		req := engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens, TrimSpeculative: trim,
 			Speculate: x.s.Speculate, SpecFloor: specFloor(x.s.SpecFloorPct)}
 		if stitch := x.stitchFor(); stitch != nil {
@@ -412,6 +419,9 @@ func (x *ask) generate() error {
 		x.recordGeneration(genStart, st)
 		x.noteStitch(st)
 		x.adopted(st, expected)
+		if st.PromptTokens > 0 {
+			x.answeredWith()
+		}
 		x.queuePassages()
 	}
 	end := time.Now()

@@ -5,13 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"lore/engine"
+	"lore/index/retrieve"
 )
 
 // Speculative prefill: while the user types, the draft question is
@@ -39,11 +39,14 @@ type PrefetchResult struct {
 	Passages int    `json:"passages"`
 }
 
-// Prefetch outcomes and miss reasons, as traces record them.
+// Prefetch outcomes and miss reasons, as traces record them. A partial
+// prefetch was adopted, but the question brought passages the drafts had
+// not (Trace.PrefetchNewPassages), read after Enter.
 const (
-	PrefetchHit  = "hit"
-	PrefetchMiss = "miss"
-	PrefetchNone = "none"
+	PrefetchHit     = "hit"
+	PrefetchPartial = "partial"
+	PrefetchMiss    = "miss"
+	PrefetchNone    = "none"
 
 	MissPassages = "passages changed"
 	MissModel    = "model changed"
@@ -51,6 +54,10 @@ const (
 	MissTooLate  = "too late"
 	MissCached   = "already cached"
 )
+
+// draftPool is how many of a draft's best candidates may keep their place
+// in its layout without being among its fitted passages (see reuse).
+const draftPool = 8
 
 // minDraftWords is the shortest draft worth retrieving for.
 const minDraftWords = 3
@@ -63,11 +70,20 @@ var ErrRateLimited = fmt.Errorf("%w: prefetches come too fast", ErrBusy)
 
 // speculation is what the speculative sequence holds or is reading.
 type speculation struct {
-	key   string // model, workspace, chat turn and passages: same key, same prompt prefix
+	heldLayout
+	key   string // the layout's key: same key, same prompt prefix
 	model string
 	start time.Time
 	done  bool // the prefill returned (err says whether it stopped early)
 	err   error
+}
+
+// heldLayout is the turn a sequence's prompt holds: base names the model,
+// workspace and conversation before the turn, passages are the turn's in
+// prompt order.
+type heldLayout struct {
+	base     string
+	passages []retrieve.Passage
 }
 
 // Prefetch retrieves passages for a draft question and starts reading the
@@ -112,6 +128,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	}
 	ctx = engine.WithPriority(ctx, engine.Background)
 	x := a.quietAsk(ctx, draft, m, ws)
+	x.draft = true
 	x.t.ChatID = req.ChatID
 	if err := x.run(x.loadHistory, x.retrieve, x.rerank, x.assemble); err != nil {
 		let()
@@ -145,25 +162,33 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		res.Reason = "same passages"
 		return res, nil
 	}
-	sp := &speculation{key: key, model: m.chat.ID(), start: time.Now()}
+	sp := &speculation{heldLayout: heldLayout{base: x.baseKey(m.chat), passages: x.laid.turn}, key: key, model: m.chat.ID(), start: time.Now()}
 	a.spec = sp
+	// A draft for a new chat: the answer sequence's old conversation
+	// would only slow this prefill (attention spans every cell in use),
+	// so it keeps just the system prefix.
+	trimmer, trim := m.chat.(interface {
+		TrimSeq(context.Context, int, int) error
+	})
+	trim = trim && len(x.history) == 0 && a.warmed.Tokens > 0
+	if trim {
+		a.answered = nil
+	}
 	a.mu.Unlock()
 	go func() {
 		defer let()
 		bg := context.WithoutCancel(ctx)
-		// A draft for a new chat: the answer sequence's old conversation
-		// would only slow this prefill (attention spans every cell in use),
-		// so keep just the system prefix there.
-		if t, ok := m.chat.(interface {
-			TrimSeq(context.Context, int, int) error
-		}); ok && len(x.history) == 0 && a.warmTokens() > 0 {
-			t.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, a.warmTokens())
+		if trim {
+			trimmer.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, a.warmTokens())
 		}
 		_, err := m.chat.Prefetch(bg, prefix)
 		a.mu.Lock()
 		// A preempted prefetch keeps what it read (the question that
 		// preempted it may adopt it); its error lets the same draft resume.
 		sp.done, sp.err = true, err
+		if err == nil && a.spec == sp {
+			a.read = &sp.heldLayout
+		}
 		a.mu.Unlock()
 		if err != nil && !errors.Is(err, engine.ErrSuperseded) && !errors.Is(err, engine.ErrPreempted) {
 			a.log.Warn("prefetch", "err", err)
@@ -192,15 +217,9 @@ func (a *App) limitPrefetch(client string) error {
 	return nil
 }
 
-// specKey names what the prompt holds before the question: the model, the
-// conversation so far and the passages (laid out in chunk-id order), so the
-// same key means the same bytes.
-func (x *ask) specKey() string {
-	ids := make([]string, len(x.passages))
-	for i, p := range x.passages {
-		ids[i] = strconv.FormatInt(p.ChunkID, 10)
-	}
-	slices.Sort(ids)
+// baseKey names what the prompt holds before this turn's passages: the
+// model, the workspace and the conversation so far.
+func (x *ask) baseKey(g Generator) string {
 	h := sha256.New()
 	for _, m := range x.history {
 		fmt.Fprintf(h, "%s\x00%s\x00", m.Role, m.Content)
@@ -208,8 +227,56 @@ func (x *ask) specKey() string {
 			fmt.Fprintf(h, "%d,", p.ChunkID)
 		}
 	}
-	return fmt.Sprintf("%s|%d|%x|%s", x.m.chat.ID(), x.ws.ID, h.Sum(nil)[:8], strings.Join(ids, ","))
+	return fmt.Sprintf("%s|%d|%x", g.ID(), x.ws.ID, h.Sum(nil)[:8])
 }
+
+// specKey names the prompt up to the question: its base and this turn's
+// passages in prompt order, so the same key means the same bytes.
+func (x *ask) specKey() string {
+	ids := make([]string, len(x.laid.turn))
+	for i, p := range x.laid.turn {
+		ids[i] = strconv.FormatInt(p.ChunkID, 10)
+	}
+	return x.baseKey(x.gen) + "|" + strings.Join(ids, ",")
+}
+
+// reuse gives assembly the layouts g's sequences hold after the same
+// conversation, to start this turn with: the speculative sequence's (the
+// drafts of this question), then the answer sequence's (the question asked
+// again).
+func (x *ask) reuse(g Generator) reuse {
+	base := x.baseKey(g)
+	r := reuse{pool: x.res.Passages}
+	if speed := x.a.prefillSpeed(g.ID()); !x.draft && speed > 0 && x.s.RouteTTFTMs > 0 {
+		// What the model reads in the first-token budget, with a margin
+		// for the first decode and a speed that varies.
+		r.allowance = max(int(speed*float64(x.s.RouteTTFTMs)/1000*readMargin)-questionTokens(x.q), 1)
+	}
+	if x.draft {
+		// A draft keeps fewer of its drafts' passages than the question
+		// does: while the user types there is time to read passages again,
+		// and an early draft's weak passages first in the layout would cut
+		// the reuse short on Enter, when there is none.
+		r.pool = r.pool[:min(len(r.pool), draftPool)]
+	}
+	x.a.mu.Lock()
+	defer x.a.mu.Unlock()
+	if sp := x.a.spec; sp != nil && sp.base == base {
+		r.held = append(r.held, sp.passages)
+	}
+	if h := x.a.answered; h != nil && h.base == base {
+		r.held = append(r.held, h.passages)
+		r.answered = h.passages
+	}
+	if h := x.a.read; h != nil && h.base == base {
+		r.read = append(r.read, h.passages)
+	}
+	return r
+}
+
+// readMargin is the share of the first-token budget spent reading passages
+// after Enter.
+const readMargin = 0.85
 
 // notePrefetch records in the trace what the speculative sequence held
 // for this question, before generation.
@@ -222,16 +289,21 @@ func (x *ask) notePrefetch() (expected bool) {
 	}
 	x.a.mu.Unlock()
 	t := x.t
+	shared := 0 // passages of this turn the speculative layout holds, in order
+	for shared < min(len(s.passages), len(x.laid.turn)) && s.passages[shared].ChunkID == x.laid.turn[shared].ChunkID {
+		shared++
+	}
 	switch {
 	case sp == nil:
 		t.Prefetch = PrefetchNone
 		return false
 	case s.model != x.gen.ID():
 		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissModel
-	case s.key != x.specKey():
+	case s.base != x.baseKey(x.gen) || shared == 0 && len(x.laid.turn) > 0:
 		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissPassages
 	default:
 		t.Prefetch = PrefetchHit // confirmed by the engine's adoption
+		t.PrefetchNewPassages = len(x.laid.turn) - shared
 		if !s.done {
 			t.PrefetchMiss = MissTooLate // still reading: the question preempts it and adopts what is done
 		}
@@ -242,14 +314,15 @@ func (x *ask) notePrefetch() (expected bool) {
 
 // adopted settles the prefetch outcome from what the engine reused: a
 // hit when the question adopted the speculative sequence and more of its
-// prompt was read while the user typed than after Enter.
+// prompt was read while the user typed than after Enter; partial when it
+// adopted it but had passages of its own left to read.
 func (x *ask) adopted(st engine.Stats, expected bool) {
 	t := x.t
 	if !expected {
 		return
 	}
 	if st.AdoptedSeq != engine.SeqSpeculative || st.AdoptedTokens == 0 {
-		t.Prefetch = PrefetchMiss
+		t.Prefetch, t.PrefetchNewPassages = PrefetchMiss, 0
 		switch {
 		case st.CachedTokens > x.a.warmTokens() && st.EvalTokens < st.PromptTokens/2:
 			t.PrefetchMiss = MissCached // the answer's own sequence held the prompt already
@@ -260,11 +333,25 @@ func (x *ask) adopted(st engine.Stats, expected bool) {
 	}
 	t.PrefetchedTokens = max(st.AdoptedTokens-x.a.warmTokens(), 0)
 	t.PrefetchMiss = ""
-	// Adopted, but less was read while typing than is left after Enter: a
-	// miss, and it was too late (the part read still counts in the trace).
-	if t.PrefetchedTokens <= st.EvalTokens {
+	switch {
+	case t.PrefetchedTokens == 0:
+		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissTooLate
+	case t.PrefetchNewPassages > 0:
+		t.Prefetch = PrefetchPartial
+	case t.PrefetchedTokens <= st.EvalTokens:
+		// Adopted, but less was read while typing than is left after
+		// Enter: a miss, and it was too late (the part read still counts
+		// in the trace).
 		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissTooLate
 	}
+}
+
+// answeredWith records the layout the answer sequence holds after a
+// question.
+func (x *ask) answeredWith() {
+	x.a.mu.Lock()
+	defer x.a.mu.Unlock()
+	x.a.answered = &heldLayout{base: x.baseKey(x.gen), passages: x.laid.turn}
 }
 
 // warmTokens is the length of the chat model's warm system prefix.

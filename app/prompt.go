@@ -1,10 +1,8 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"lore/engine"
@@ -30,6 +28,13 @@ type prompt struct {
 	// turnTokens is the tokens of turn's passages: what a model that holds
 	// the conversation so far has left to read, besides the question.
 	turnTokens int
+	// kept is how many of turn's passages (a prefix) come from a layout a
+	// sequence already holds (see arrange); stale of those did not make
+	// this question's own top passages; newTokens is the tokens of the
+	// rest, what is left to read when the held layout was read.
+	kept, stale int
+	newTokens   int
+	late        int // fitted passages left out to keep the first token within the budget (see reuse)
 	// parts is text cut around each passage's body, for stitching saved
 	// passage KV (nil if the template moved the bodies out of reach).
 	parts []engine.Part
@@ -53,7 +58,7 @@ type tokenizer interface {
 // its tokenizer (counts are remembered per model and text, so a passage
 // costs a runner round trip only the first time it is retrieved).
 func (a *App) assemble(ctx context.Context, m tokenizer, history []turn, question string,
-	passages []retrieve.Passage, budget int) (prompt, error) {
+	passages []retrieve.Passage, budget int, r reuse) (prompt, error) {
 	count := func(p retrieve.Passage) (int, error) {
 		block := sourceBlock(0, p)
 		key := m.ID() + "\x00" + block
@@ -75,7 +80,7 @@ func (a *App) assemble(ctx context.Context, m tokenizer, history []turn, questio
 		a.mu.Unlock()
 		return len(toks), nil
 	}
-	return assemble(m.Template(), count, history, question, passages, budget)
+	return assemble(m.Template(), count, history, question, passages, budget, r)
 }
 
 // maxTokenCounts bounds the remembered passage token counts.
@@ -84,22 +89,29 @@ const maxTokenCounts = 4096
 // assemble lays the prompt out for prefix caching: the stable system prompt,
 // then each earlier turn exactly as it was sent (its passages, its
 // question, the answer), then this turn: the passages not already in the
-// prompt, in a stable order (by chunk id, so the same set gives the same
-// bytes), and the question last. So a follow-up reuses the whole previous
-// prompt, and a question asked again reuses all of it. This turn's passages
-// are added best first until the budget is spent; passages earlier turns
-// hold count against it, but this turn keeps at least half of it.
-// count gives a passage's tokens (nil: the chunk's estimate).
+// prompt, in the order arrange gives (what a sequence holds first, the
+// rest by chunk id, so the same set gives the same bytes), and the
+// question last. So a follow-up reuses the whole previous prompt, and a
+// question asked again reuses all of it. This turn's passages are added
+// best first until the budget is spent; passages earlier turns hold count
+// against it, but this turn keeps at least half of it. count gives a
+// passage's tokens (nil: the chunk's estimate).
 func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), history []turn,
-	question string, candidates []retrieve.Passage, budget int) (prompt, error) {
+	question string, candidates []retrieve.Passage, budget int, r reuse) (prompt, error) {
+	sizes := map[int64]int{}
 	tokens := func(p retrieve.Passage) (int, error) {
-		if count == nil {
-			return p.Tokens, nil
+		n := p.Tokens
+		if count != nil {
+			var err error
+			if n, err = count(p); err != nil {
+				return 0, err
+			}
 		}
-		return count(p)
+		sizes[p.ChunkID] = n
+		return n, nil
 	}
 	var all []retrieve.Passage
-	held := map[int64]bool{}
+	inHistory := map[int64]bool{}
 	used := 0
 	for _, h := range history {
 		for _, p := range h.passages {
@@ -108,7 +120,7 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 				return prompt{}, err
 			}
 			all = append(all, p)
-			held[p.ChunkID] = true
+			inHistory[p.ChunkID] = true
 			used += n
 		}
 	}
@@ -116,7 +128,7 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 	var fit []retrieve.Passage
 	used = 0
 	for _, p := range candidates {
-		if held[p.ChunkID] {
+		if inHistory[p.ChunkID] {
 			continue // already in the prompt, under its earlier number
 		}
 		n, err := tokens(p)
@@ -129,11 +141,38 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 		if used+n > budget {
 			p.Text = truncateWords(p.Text, budget)
 			n = budget
+			sizes[p.ChunkID] = n
 		}
 		fit = append(fit, p)
 		used += n
 	}
-	slices.SortFunc(fit, func(a, b retrieve.Passage) int { return cmp.Compare(a.ChunkID, b.ChunkID) })
+	size := func(p retrieve.Passage) int { return sizes[p.ChunkID] }
+	lay := arrange(fit, nil, nil, size, 0)
+	keptTokens := 0
+	for _, h := range r.held { // the layout that keeps the most tokens already read
+		var held []retrieve.Passage
+		for _, p := range h {
+			if inHistory[p.ChunkID] {
+				break // the held layout was made for another conversation
+			}
+			if _, err := tokens(p); err != nil {
+				return prompt{}, err
+			}
+			held = append(held, p)
+		}
+		l := arrange(fit, held, r.pool, size, budget/2)
+		n := 0
+		for _, p := range l.passages[:l.kept] {
+			n += size(p)
+		}
+		if n > keptTokens {
+			lay, keptTokens = l, n
+		}
+	}
+	if typed := readPrefix(lay.passages, r.read); typed > 0 && r.allowance > 0 {
+		read := max(typed, readPrefix(lay.passages, [][]retrieve.Passage{r.answered}))
+		lay = lay.trimUnread(read, fit, size, r.allowance)
+	}
 
 	msgs := []engine.Message{{Role: "system", Content: systemPrompt}}
 	n := 0
@@ -156,13 +195,99 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 			msgs = append(msgs, h.Message)
 		}
 	}
-	msgs = append(msgs, userTurn(fit, question))
+	msgs = append(msgs, userTurn(lay.passages, question))
 	text, err := tmpl.Render(msgs)
 	if err != nil {
 		return prompt{}, err
 	}
-	all = append(all, fit...)
-	return prompt{text: text, passages: all, turn: fit, turnTokens: used, parts: splitParts(text, all)}, nil
+	p := prompt{text: text, passages: append(all, lay.passages...), turn: lay.passages, kept: lay.kept, stale: lay.stale, late: lay.late}
+	for i, q := range lay.passages {
+		p.turnTokens += sizes[q.ChunkID]
+		if i >= lay.kept {
+			p.newTokens += sizes[q.ChunkID]
+		}
+	}
+	p.parts = splitParts(text, p.passages)
+	return p, nil
+}
+
+// reuse is the layouts of this turn's passages that sequences of the chat
+// model already hold (or are reading), after the same conversation, and
+// the question's candidates: a held passage among them may keep its place.
+type reuse struct {
+	held [][]retrieve.Passage // layouts, each in prompt order
+	pool []retrieve.Passage
+	// read are the layouts the drafts have read to the end. When the
+	// prompt starts with one of them, allowance (0: none) caps the tokens
+	// of this turn's passages left to read after it: the first token is
+	// due within a budget, and what the user's drafts have read already
+	// carries the answer's context.
+	read      [][]retrieve.Passage
+	allowance int
+	answered  []retrieve.Passage // the answer sequence's layout, read too
+}
+
+// layout is a turn's passages in prompt order.
+type layout struct {
+	passages []retrieve.Passage
+	held     []retrieve.Passage // the held layout it starts with
+	// kept is how many (a prefix) came from the held layout, stale how
+	// many of those are not among the passages fitted for this question,
+	// late how many fitted ones were left out (trimUnread).
+	kept, stale, late int
+}
+
+// arrange orders a turn's passages so that the prompt starts with what a
+// sequence already holds: the held passages first, in their order, for as
+// long as each is still among the question's candidates (pool) and those
+// that did not make its own fitted set (stale) cost at most maxStale tokens
+// in all; then the fitted passages not yet placed, by chunk id. Every
+// fitted passage is in the prompt, so reuse never costs the answer a
+// source; it costs at most maxStale tokens of context. Drafts typed one
+// word after another mostly keep their passages, so each draft's prefill
+// extends the last one instead of starting over at the first passage that
+// changed, and on Enter only the passages the last words brought are left
+// to read.
+func arrange(fit, held, pool []retrieve.Passage, tokens func(retrieve.Passage) int, maxStale int) layout {
+	inFit := map[int64]bool{}
+	for _, p := range fit {
+		inFit[p.ChunkID] = true
+	}
+	inPool := map[int64]bool{}
+	for _, p := range pool {
+		inPool[p.ChunkID] = true
+	}
+	out := layout{held: held}
+	placed := map[int64]bool{}
+	staleTokens := 0
+	for _, p := range held {
+		if placed[p.ChunkID] || !inPool[p.ChunkID] && !inFit[p.ChunkID] {
+			break
+		}
+		if !inFit[p.ChunkID] {
+			if staleTokens+tokens(p) > maxStale {
+				break
+			}
+			staleTokens += tokens(p)
+			out.stale++
+		}
+		out.passages = append(out.passages, p)
+		placed[p.ChunkID] = true
+	}
+	// Trailing stale passages buy nothing: what follows them is read anyway.
+	for out.stale > 0 && !inFit[out.passages[len(out.passages)-1].ChunkID] {
+		out.passages = out.passages[:len(out.passages)-1]
+		out.stale--
+	}
+	out.kept = len(out.passages)
+	var rest []retrieve.Passage
+	for _, p := range fit {
+		if !placed[p.ChunkID] {
+			rest = append(rest, p)
+		}
+	}
+	out.passages = append(out.passages, rest...)
+	return out
 }
 
 // splitParts cuts text around each passage's body (its source block after
@@ -243,4 +368,74 @@ func extractive(passages []retrieve.Passage, reason string) string {
 		fmt.Fprintf(&b, "> %s [%d]\n\n", strings.ReplaceAll(strings.TrimSpace(truncateWords(p.Text, 80)), "\n", "\n> "), i+1)
 	}
 	return b.String()
+}
+
+// trimUnread leaves out passages the layout has left to read after its
+// first read ones until the rest fits in allowance tokens: stale passages
+// first, then fitted ones from the worst ranked (fit is best first), never
+// the question's best passage.
+func (l layout) trimUnread(read int, fit []retrieve.Passage, size func(retrieve.Passage) int, allowance int) layout {
+	unread := map[int64]bool{}
+	left := 0
+	for _, p := range l.passages[read:] {
+		unread[p.ChunkID] = true
+		left += size(p)
+	}
+	if left <= allowance {
+		return l
+	}
+	inFit := map[int64]bool{}
+	for _, p := range fit {
+		inFit[p.ChunkID] = true
+	}
+	var order []retrieve.Passage // what goes first
+	for _, p := range l.passages[read:] {
+		if !inFit[p.ChunkID] {
+			order = append(order, p)
+		}
+	}
+	for i := len(fit) - 1; i > 0; i-- {
+		order = append(order, fit[i])
+	}
+	drop := map[int64]bool{}
+	for _, p := range order {
+		if left <= allowance {
+			break
+		}
+		if unread[p.ChunkID] && !drop[p.ChunkID] {
+			drop[p.ChunkID] = true
+			left -= size(p)
+			if inFit[p.ChunkID] {
+				l.late++
+			}
+		}
+	}
+	out := layout{held: l.held, late: l.late}
+	for _, p := range l.passages {
+		if drop[p.ChunkID] {
+			continue
+		}
+		if len(out.passages) == out.kept && out.kept < len(l.held) && l.held[out.kept].ChunkID == p.ChunkID {
+			out.kept++
+		}
+		if !inFit[p.ChunkID] {
+			out.stale++
+		}
+		out.passages = append(out.passages, p)
+	}
+	return out
+}
+
+// readPrefix is how many of passages (a prefix) one of the read layouts
+// holds, the most of any.
+func readPrefix(passages []retrieve.Passage, read [][]retrieve.Passage) int {
+	best := 0
+	for _, r := range read {
+		n := 0
+		for n < min(len(r), len(passages)) && r[n].ChunkID == passages[n].ChunkID {
+			n++
+		}
+		best = max(best, n)
+	}
+	return best
 }

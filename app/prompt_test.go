@@ -2,6 +2,7 @@ package app
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,14 +23,14 @@ func TestAssemble(t *testing.T) {
 		history []turn
 		want    []int64 // chunk ids in prompt order
 	}{
-		{"all fit, stable order", 1000, nil, []int64{10, 20, 30}},
-		{"budget skips the long one", 250, nil, []int64{10, 30}},
+		{"all fit, best first", 1000, nil, []int64{30, 10, 20}},
+		{"budget skips the long one", 250, nil, []int64{30, 10}},
 		{"first passage always fits, truncated", 50, nil, []int64{30}},
-		{"history after passages", 1000, []turn{{Message: engine.Message{Role: "user", Content: "earlier q"}}, {Message: engine.Message{Role: "assistant", Content: "earlier a"}}}, []int64{10, 20, 30}},
+		{"history after passages", 1000, []turn{{Message: engine.Message{Role: "user", Content: "earlier q"}}, {Message: engine.Message{Role: "assistant", Content: "earlier a"}}}, []int64{30, 10, 20}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := assemble(tmpl, nil, tt.history, "the question", ps, tt.budget)
+			p, err := assemble(tmpl, nil, tt.history, "the question", ps, tt.budget, reuse{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,13 +71,13 @@ func TestAssembleFollowUp(t *testing.T) {
 	a := retrieve.Passage{ChunkID: 10, Rel: "a.md", Text: "first", Tokens: 100}
 	b := retrieve.Passage{ChunkID: 20, Rel: "b.md", Text: "second", Tokens: 100}
 	c := retrieve.Passage{ChunkID: 30, Rel: "c.md", Text: "third", Tokens: 100}
-	first, err := assemble(tmpl, nil, nil, "q1", []retrieve.Passage{b, a}, 1000)
+	first, err := assemble(tmpl, nil, nil, "q1", []retrieve.Passage{b, a}, 1000, reuse{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	history := []turn{{Message: engine.Message{Role: "user", Content: "q1"}, passages: first.turn},
 		{Message: engine.Message{Role: "assistant", Content: "answer one"}}}
-	next, err := assemble(tmpl, nil, history, "q2", []retrieve.Passage{c, a}, 1000)
+	next, err := assemble(tmpl, nil, history, "q2", []retrieve.Passage{c, a}, 1000, reuse{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +90,127 @@ func TestAssembleFollowUp(t *testing.T) {
 	}
 	if !strings.Contains(next.text, "[3] c.md") {
 		t.Errorf("the new passage is not numbered after the earlier ones: %q", next.text)
+	}
+}
+
+func TestArrange(t *testing.T) {
+	p := func(ids ...int64) []retrieve.Passage {
+		var out []retrieve.Passage
+		for _, id := range ids {
+			out = append(out, retrieve.Passage{ChunkID: id, Tokens: 100})
+		}
+		return out
+	}
+	ids := func(ps []retrieve.Passage) []int64 {
+		var out []int64
+		for _, x := range ps {
+			out = append(out, x.ChunkID)
+		}
+		return out
+	}
+	tests := []struct {
+		name            string
+		fit, held, pool []retrieve.Passage
+		maxStale        int
+		want            []int64
+		kept, stale     int
+	}{
+		{"nothing held: best first", p(30, 10, 20), nil, p(30, 10, 20), 200, []int64{30, 10, 20}, 0, 0},
+		{"the same set held: its order", p(10, 20, 30), p(30, 10, 20), p(10, 20, 30), 200, []int64{30, 10, 20}, 3, 0},
+		{"a new passage goes last", p(40, 10, 20), p(20, 10), p(10, 20, 40), 200, []int64{20, 10, 40}, 2, 0},
+		{"held passages still candidates stay", p(10, 40), p(10, 20, 30, 40), p(10, 20, 30, 40), 200, []int64{10, 20, 30, 40}, 4, 2},
+		{"stale tokens are capped", p(10, 40), p(10, 20, 30, 40), p(10, 20, 30, 40), 100, []int64{10, 40}, 1, 0},
+		{"a held passage no longer a candidate ends the reuse", p(10, 30, 40), p(10, 20, 30), p(10, 30, 40), 200, []int64{10, 30, 40}, 1, 0},
+		{"trailing stale passages are dropped", p(10, 40), p(10, 20), p(10, 20, 40), 200, []int64{10, 40}, 1, 0},
+		{"nothing kept when the first held passage went", p(10, 20), p(50, 10, 20), p(10, 20), 200, []int64{10, 20}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := arrange(tt.fit, tt.held, tt.pool, func(p retrieve.Passage) int { return p.Tokens }, tt.maxStale)
+			if got := ids(l.passages); !slices.Equal(got, tt.want) || l.kept != tt.kept || l.stale != tt.stale {
+				t.Errorf("arrange = %v kept %d stale %d, want %v kept %d stale %d", got, l.kept, l.stale, tt.want, tt.kept, tt.stale)
+			}
+			for _, f := range tt.fit {
+				if !slices.Contains(ids(l.passages), f.ChunkID) {
+					t.Errorf("fitted passage %d left out", f.ChunkID)
+				}
+			}
+		})
+	}
+}
+
+func TestTrimUnread(t *testing.T) {
+	p := func(ids ...int64) []retrieve.Passage {
+		var out []retrieve.Passage
+		for _, id := range ids {
+			out = append(out, retrieve.Passage{ChunkID: id, Tokens: 100})
+		}
+		return out
+	}
+	size := func(p retrieve.Passage) int { return p.Tokens }
+	tests := []struct {
+		name           string
+		passages, held []retrieve.Passage
+		fit            []retrieve.Passage // best first
+		read           int
+		allowance      int
+		want           []int64
+		kept, late     int
+	}{
+		{"within the allowance", p(1, 2, 3), p(1, 2), p(1, 2, 3), 2, 100, []int64{1, 2, 3}, 2, 0},
+		{"the worst unread goes", p(1, 2, 3, 4), p(1, 2), p(3, 1, 2, 4), 2, 100, []int64{1, 2, 3}, 2, 1},
+		{"stale before fitted", p(1, 5, 3, 4), p(1, 5), p(1, 3, 4), 1, 200, []int64{1, 3, 4}, 1, 0},
+		{"the best always stays", p(1, 2, 3, 4), p(1), p(4, 3, 1, 2), 1, 50, []int64{1, 4}, 1, 2},
+		{"read passages are never trimmed", p(1, 2, 3), p(1, 2, 3), p(3, 2, 1), 3, 0, []int64{1, 2, 3}, 3, 0},
+		{"an unread held passage counts", p(1, 2, 3, 4), p(1, 2, 3), p(1, 2, 3, 4), 1, 200, []int64{1, 2, 3}, 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := layout{passages: tt.passages, held: tt.held, kept: len(tt.held)}
+			got := l.trimUnread(tt.read, tt.fit, size, tt.allowance)
+			var ids []int64
+			for _, x := range got.passages {
+				ids = append(ids, x.ChunkID)
+			}
+			if !slices.Equal(ids, tt.want) || got.kept != tt.kept || got.late != tt.late {
+				t.Errorf("trimUnread = %v kept %d late %d, want %v kept %d late %d", ids, got.kept, got.late, tt.want, tt.kept, tt.late)
+			}
+		})
+	}
+}
+
+// TestAssembleExtends: a question whose drafts' layout is held starts its
+// prompt with that layout's text, byte for byte, so the sequence holding it
+// is reused up to the passages the question adds.
+func TestAssembleExtends(t *testing.T) {
+	tmpl := engine.TemplateFor("<|im_start|>")
+	ps := map[int64]retrieve.Passage{}
+	for _, id := range []int64{10, 20, 30, 40} {
+		ps[id] = retrieve.Passage{ChunkID: id, Rel: "doc.md", Text: strings.Repeat("word ", int(id)), Tokens: 100}
+	}
+	get := func(ids ...int64) []retrieve.Passage {
+		var out []retrieve.Passage
+		for _, id := range ids {
+			out = append(out, ps[id])
+		}
+		return out
+	}
+	draft, err := assemble(tmpl, nil, nil, "how do I", get(20, 30), 1000, reuse{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := assemble(tmpl, nil, nil, "how do I book leave", get(40, 30, 10), 1000,
+		reuse{held: [][]retrieve.Passage{draft.turn}, pool: get(40, 30, 10, 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upTo := draft.text[:strings.Index(draft.text, "Question:")]
+	if !strings.HasPrefix(final.text, upTo) {
+		t.Fatalf("the question's prompt does not extend the draft's:\n%s\n---\n%s", draft.text, final.text)
+	}
+	if final.kept != 2 || final.stale != 1 || len(final.turn) != 4 || final.newTokens != 200 || final.turnTokens != 400 {
+		t.Errorf("kept %d stale %d turn %d new %d of %d tokens: want 2 kept (1 stale), 2 new of 4", final.kept, final.stale,
+			len(final.turn), final.newTokens, final.turnTokens)
 	}
 }
 

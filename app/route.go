@@ -2,7 +2,10 @@ package app
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"lore/index/retrieve"
 )
 
 // Routes name the chat model that answers a question: the main one or the
@@ -61,9 +64,9 @@ func (x *ask) pickRoute(p prompt) (role string, g Generator, reason string) {
 	if budget <= 0 {
 		return RouteMain, main, "no first-token budget set"
 	}
-	toRead := questionTokens(x.q)
-	if !x.prefetchReady() {
-		toRead += p.turnTokens
+	toRead := questionTokens(x.q) + p.turnTokens
+	if x.prefetchReady(p) {
+		toRead = questionTokens(x.q) + p.newTokens
 	}
 	speed := x.a.prefillSpeed(main.ID())
 	if speed <= 0 {
@@ -83,11 +86,16 @@ func (x *ask) pickRoute(p prompt) (role string, g Generator, reason string) {
 // tail around it (about four characters a token).
 func questionTokens(q string) int { return len(q)/4 + 16 }
 
-// prefetchReady says whether the main model read this prompt up to the
-// question while the user typed.
-func (x *ask) prefetchReady() bool {
+// prefetchReady says whether the main model read the passages this
+// prompt starts its turn with while the user typed.
+func (x *ask) prefetchReady(p prompt) bool {
 	x.a.mu.Lock()
 	defer x.a.mu.Unlock()
 	sp := x.a.spec
-	return sp != nil && sp.done && sp.err == nil && sp.model == x.m.chat.ID() && sp.key == x.specKey()
+	if sp == nil || !sp.done || sp.err != nil || sp.model != x.m.chat.ID() || sp.base != x.baseKey(x.m.chat) {
+		return false
+	}
+	kept := p.turn[:p.kept]
+	return len(kept) <= len(sp.passages) && slices.EqualFunc(kept, sp.passages[:len(kept)],
+		func(a, b retrieve.Passage) bool { return a.ChunkID == b.ChunkID })
 }

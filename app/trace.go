@@ -42,15 +42,29 @@ type Trace struct {
 	DecodeTokens      int       `json:"decode_tokens"`
 	DecodeTokS        float64   `json:"decode_tok_s"`
 	StopReason        string    `json:"stop_reason,omitempty"`
-	// Prefetch is hit, miss or none: whether the prompt up to the question
-	// was read while the user typed; PrefetchMiss says why not (passages
+	// Prefetch is hit, partial, miss or none: whether the prompt up to the
+	// question was read while the user typed (partial: up to passages the
+	// last words brought); PrefetchMiss says why not (passages
 	// changed, model changed, evicted, too late); PrefetchedTokens is what
 	// the question adopted beyond the system prefix; PrefetchAgeMs how long
 	// before the answer began the prefetch started.
-	Prefetch         string  `json:"prefetch,omitempty"`
-	PrefetchMiss     string  `json:"prefetch_miss,omitempty"`
-	PrefetchedTokens int     `json:"prefetched_tokens"`
-	PrefetchAgeMs    float64 `json:"prefetch_age_ms,omitempty"`
+	// PrefetchNewPassages counts the passages a partial prefetch lacked,
+	// read after Enter.
+	Prefetch            string  `json:"prefetch,omitempty"`
+	PrefetchMiss        string  `json:"prefetch_miss,omitempty"`
+	PrefetchedTokens    int     `json:"prefetched_tokens"`
+	PrefetchAgeMs       float64 `json:"prefetch_age_ms,omitempty"`
+	PrefetchNewPassages int     `json:"prefetch_new_passages,omitempty"`
+	// StalePassages are in the prompt because a sequence held them already
+	// (a draft's, or this question's when asked before) and they are still
+	// among the question's candidates, though not among its best: reading
+	// them again elsewhere would have cost the first token more than they
+	// cost the context.
+	StalePassages int `json:"stale_passages,omitempty"`
+	// LatePassages were among the question's best but left out: the
+	// drafts' passages were read, and reading these too would have missed
+	// the first-token budget (Settings.RouteTTFTMs).
+	LatePassages int `json:"late_passages,omitempty"`
 	// Stitch says whether saved passage KV was used: "" (the setting is
 	// off), "on", or "refused" (StitchNote says why). Stitched passages
 	// were placed from their saved KV, StitchedTokens of them not read,

@@ -25,15 +25,21 @@ type ttftReport struct {
 	Questions      int     `json:"questions"`
 	CharsPerSecond float64 `json:"chars_per_s"`
 
-	ColdP50        float64  `json:"cold_p50_ms"`
-	ColdP95        float64  `json:"cold_p95_ms"`
-	TypedP50       float64  `json:"typed_p50_ms"`
-	TypedP95       float64  `json:"typed_p95_ms"`
-	PrefetchHit    float64  `json:"prefetch_hit_rate"`
-	PrefetchMisses []string `json:"prefetch_misses"`
-	PromptP50      float64  `json:"prompt_tokens_p50"`
-	ColdEvalP50    float64  `json:"cold_eval_tokens_p50"`
-	TypedEvalP50   float64  `json:"typed_eval_tokens_p50"`
+	ColdP50         float64  `json:"cold_p50_ms"`
+	ColdP95         float64  `json:"cold_p95_ms"`
+	TypedP50        float64  `json:"typed_p50_ms"`
+	TypedP95        float64  `json:"typed_p95_ms"`
+	PrefetchHit     float64  `json:"prefetch_hit_rate"`     // the drafts had read every passage
+	PrefetchAdopted float64  `json:"prefetch_adopted_rate"` // hits and partial hits: the drafts' reading was used
+	PrefetchMisses  []string `json:"prefetch_misses"`
+	LatePassages    int      `json:"typed_late_passages"` // left out to keep the first-token budget, in all
+	// ColdRecall and TypedRecall are the share of questions whose prompt
+	// held a document labelled relevant: what typing ahead costs the answer.
+	ColdRecall   float64 `json:"cold_prompt_recall"`
+	TypedRecall  float64 `json:"typed_prompt_recall"`
+	PromptP50    float64 `json:"prompt_tokens_p50"`
+	ColdEvalP50  float64 `json:"cold_eval_tokens_p50"`
+	TypedEvalP50 float64 `json:"typed_eval_tokens_p50"`
 
 	FollowupP50    float64 `json:"followup_p50_ms"`
 	FollowupP95    float64 `json:"followup_p95_ms"`
@@ -129,11 +135,32 @@ func benchTTFT(ctx context.Context, args []string) error {
 	rep := ttftReport{CPU: cpuModel() + " · runner " + app.DescribeCPU().Variant, Model: filepath.Base(chat), Questions: *n, CharsPerSecond: *cps}
 	warm := a.Warmed()
 	rep.SystemTokens, rep.PrefixPrefillMs = warm.Tokens, warm.PrefillMs
+	// found tells whether a question's prompt held a document labelled
+	// relevant to it: what the answer had to go on.
+	found := map[string]bool{}
 	askOne := func(q string, chat int64) (*app.Trace, error) {
-		return a.Ask(ctx, app.AskRequest{Question: q, ChatID: chat}, func(app.Event) error { return nil })
+		return a.Ask(ctx, app.AskRequest{Question: q, ChatID: chat}, func(ev app.Event) error {
+			if src, ok := ev.(app.Sources); ok {
+				found[q] = false
+				for _, s := range src {
+					for _, e := range qs {
+						if e.Query == q && slices.Contains(e.Relevant, s.Document) {
+							found[q] = true
+						}
+					}
+				}
+			}
+			return nil
+		})
+	}
+	recall := func(n *int, q string) {
+		if found[q] {
+			*n++
+		}
 	}
 
 	var cold, prompts, coldEval []float64
+	var coldFound, typedFound int
 	for i, q := range qs[:*n] {
 		if !want("cold") {
 			break
@@ -143,12 +170,14 @@ func benchTTFT(ctx context.Context, args []string) error {
 			return err
 		}
 		cold = append(cold, tr.Stages[app.StageTTFT])
+		recall(&coldFound, q.Query)
 		prompts = append(prompts, float64(tr.PromptTokens))
 		coldEval = append(coldEval, float64(tr.EvalTokens))
 		logf("cold %2d/%d: ttft %6.0f ms, %d prompt tokens, %d evaluated", i+1, *n, tr.Stages[app.StageTTFT], tr.PromptTokens, tr.EvalTokens)
 	}
 
 	gap := time.Duration(float64(time.Second) / *cps)
+	var partial, late int
 	typedRun := func(mode string, qs []app.EvalQuery) (ttft, eval []float64, hits int, misses []string, err error) {
 		for i, q := range qs {
 			sends, enter := bench.Typing(q.Query, gap)
@@ -164,13 +193,21 @@ func benchTTFT(ctx context.Context, args []string) error {
 			}
 			ttft = append(ttft, tr.Stages[app.StageTTFT])
 			eval = append(eval, float64(tr.EvalTokens))
-			if tr.Prefetch == app.PrefetchHit {
+			switch tr.Prefetch {
+			case app.PrefetchHit:
 				hits++
-			} else {
+			case app.PrefetchPartial:
+				partial++
+			default:
 				misses = append(misses, fmt.Sprintf("%s: %s", tr.Prefetch, tr.PrefetchMiss))
 			}
-			logf("%s %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d stitched, %d evaluated after Enter)", mode, i+1, len(qs),
-				tr.Stages[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.StitchedTokens, tr.EvalTokens)
+			late += tr.LatePassages
+			if mode == "typed" {
+				recall(&typedFound, q.Query)
+			}
+			logf("%s %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d stitched, %d evaluated after Enter; passages: %d new, %d stale, %d late)", mode, i+1, len(qs),
+				tr.Stages[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.StitchedTokens, tr.EvalTokens,
+				tr.PrefetchNewPassages, tr.StalePassages, tr.LatePassages)
 		}
 		return ttft, eval, hits, misses, nil
 	}
@@ -184,6 +221,10 @@ func benchTTFT(ctx context.Context, args []string) error {
 	}
 	rep.PrefetchMisses = misses
 	rep.PrefetchHit = round2(float64(hits) / float64(max(*n, 1)))
+	rep.PrefetchAdopted = round2(float64(hits+partial) / float64(max(*n, 1)))
+	rep.LatePassages = late
+	rep.ColdRecall = round2(float64(coldFound) / float64(max(*n, 1)))
+	rep.TypedRecall = round2(float64(typedFound) / float64(max(*n, 1)))
 
 	// Follow-ups: a second question about the same document, in the same chat.
 	var follow, reuse, evalRatio, fresh []float64
@@ -282,7 +323,9 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 	}
 	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median)\n", rep.Model, rep.Questions, int(rep.PromptP50))
 	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median)\n", rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50))
-	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%% at %.0f chars/s)\n", rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, cps)
+	fmt.Printf("  cold prompts held a relevant document for %.0f%% of the questions\n", 100*rep.ColdRecall)
+	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%%, adopted %.0f%% at %.0f chars/s; %d passages left out for time; prompts held a relevant document for %.0f%%)\n",
+		rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, 100*rep.PrefetchAdopted, cps, rep.LatePassages, 100*rep.TypedRecall)
 	if rep.FollowupReuse < 0 {
 		fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (the server reports no cached tokens: reuse unknown)\n", rep.FollowupP50, rep.FollowupP95)
 	} else {
