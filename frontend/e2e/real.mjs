@@ -589,6 +589,7 @@ try {
     assert.match(await lastTurn().getByTestId('answer-meta').textContent(), /\d+ tokens prefilled while you typed/);
     await lastTurn().getByTestId('show-latency').click();
     await page.waitForFunction((n) => document.querySelector('[data-testid="token-split-text"]')?.textContent?.includes(`${n} prefilled while you typed`), t.prefetched_tokens);
+    assert.match(await tid('detail-prefetch').textContent(), new RegExp(`^hit · ${t.prefetched_tokens} tokens read while you typed`));
     await tid('nav-chat').click();
   });
 

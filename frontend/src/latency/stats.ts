@@ -1,7 +1,7 @@
 // Shaping /api/traces/stats for display. Percentiles come from the server; nothing is recomputed here.
 
 import { fmtMs } from '../format';
-import type { HistogramBucket, HitRate, Percentiles, TraceStats } from '../transport/types';
+import type { HistogramBucket, HitRate, Percentiles, Trace, TraceStats } from '../transport/types';
 
 /** Display order of stage keys; keys the server adds later are appended alphabetically. */
 export const STAGE_ORDER = [
@@ -161,7 +161,12 @@ export function hitRateText(r: Partial<HitRate> | undefined): string {
   return `${Math.round((100 * hits) / n)}% of ${n} lookup${n === 1 ? '' : 's'}`;
 }
 
-const PREFETCHES: Record<string, string> = { hit: 'hit · read while typing', miss: 'miss', none: 'none' };
+const PREFETCHES: Record<string, string> = { hit: 'hit · read while typing', partial: 'partial · new passages read after Enter', miss: 'miss', none: 'none' };
+
+/** Whether the answer adopted a prompt read while the user typed (all of it, or all but its new passages). */
+export function readWhileTyping(t: Trace | undefined): boolean {
+  return t?.prefetch === 'hit' || t?.prefetch === 'partial';
+}
 
 export function prefetchLabel(outcome: string): string {
   return PREFETCHES[outcome] ?? outcome;

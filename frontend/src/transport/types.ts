@@ -119,11 +119,19 @@ export interface Trace {
   stage_starts?: StageMap;
   decode_tokens?: number;
   decode_tok_s?: number;
-  /** hit, miss or none: whether the prompt up to the question was read while the user typed. */
-  prefetch?: 'hit' | 'miss' | 'none' | string;
+  /**
+   * hit, partial, miss or none: whether the prompt up to the question was read while the user typed; partial when
+   * the question brought passages the drafts had not (prefetch_new_passages), read after Enter.
+   */
+  prefetch?: 'hit' | 'partial' | 'miss' | 'none' | string;
   prefetch_miss?: string;
   prefetched_tokens?: number;
   prefetch_age_ms?: number;
+  prefetch_new_passages?: number;
+  /** Passages kept because a sequence held them (still candidates, not among the best). */
+  stale_passages?: number;
+  /** Passages among the best left out: reading them would have missed the first-token budget. */
+  late_passages?: number;
   /** Saved passage KV: '' (setting off), on, or refused (stitch_note says why). Approximate. */
   stitch?: 'on' | 'refused' | string;
   stitch_note?: string;
@@ -164,7 +172,7 @@ export interface TraceStats {
   by_bucket?: Record<string, GroupStats>;
   /** Keyed by fallback level: "0", "1", … */
   by_fallback?: Record<string, GroupStats>;
-  /** Keyed by prefetch outcome: "hit", "miss", "none". */
+  /** Keyed by prefetch outcome: "hit", "partial", "miss", "none". */
   by_prefetch?: Record<string, GroupStats>;
   /** Keyed by the router's pick: "main", "fast". */
   by_route?: Record<string, GroupStats>;

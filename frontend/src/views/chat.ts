@@ -3,6 +3,7 @@
 import { clear, copyText, errMsg, h } from '../dom';
 import { fmtDate, fmtInt, fmtMs, fmtNum, fmtRate } from '../format';
 import { causeText, prefillRate } from '../latency/cause';
+import { readWhileTyping } from '../latency/stats';
 import { withUIMeasurement } from '../latency/waterfall';
 import { renderMarkdown } from '../markdown';
 import { DraftPrefetcher } from '../prefetch';
@@ -200,7 +201,8 @@ class Turn {
     if (s.ttft_ms !== undefined) parts.push(`TTFT ${fmtMs(s.ttft_ms)}`);
     if (s.ui_ttft_ms !== undefined) parts.push(`on screen ${fmtMs(s.ui_ttft_ms)}`);
     if (this.trace?.decode_tok_s !== undefined) parts.push(fmtRate(this.trace.decode_tok_s, 'tok/s'));
-    if (this.trace?.prefetch === 'hit') parts.push(`${fmtInt(this.trace.prefetched_tokens)} tokens prefilled while you typed`);
+    if (readWhileTyping(this.trace)) parts.push(`${fmtInt(this.trace?.prefetched_tokens)} tokens prefilled while you typed`);
+    if (this.trace?.late_passages) parts.push(`${fmtInt(this.trace.late_passages)} passages left out to answer fast`);
     if (this.trace?.stitched_passages) parts.push(`${fmtInt(this.trace.stitched_passages)} passages from saved KV (approximate)`);
     if (this.trace?.fallback_level) parts.push(`fallback ${fmtNum(this.trace.fallback_level, 0)}`);
     this.metaLine.textContent = parts.join(' · ');

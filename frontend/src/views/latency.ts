@@ -4,7 +4,7 @@
 
 import { clear, download, errMsg, h, svg } from '../dom';
 import { fmtDate, fmtInt, fmtMs, fmtPct, fmtRate } from '../format';
-import { binHeights, bucketLabel, fallbackLabel, groupRows, histogramBins, hitRateText, prefetchLabel, stageRows, type StatRow } from '../latency/stats';
+import { binHeights, bucketLabel, fallbackLabel, groupRows, histogramBins, hitRateText, prefetchLabel, readWhileTyping, stageRows, type StatRow } from '../latency/stats';
 import { causeText } from '../latency/cause';
 import { layoutWaterfall } from '../latency/waterfall';
 import type { Trace, TraceStats } from '../transport/types';
@@ -54,14 +54,22 @@ export function renderWaterfall(trace: Trace): HTMLElement {
 }
 
 function prefetchText(t: Trace): string {
+  const parts: string[] = [];
   switch (t.prefetch) {
     case 'hit':
-      return `hit · ${fmtInt(t.prefetched_tokens)} tokens read while you typed, starting ${fmtMs(t.prefetch_age_ms)} ahead`;
+    case 'partial':
+      parts.push(`${t.prefetch} · ${fmtInt(t.prefetched_tokens)} tokens read while you typed, starting ${fmtMs(t.prefetch_age_ms)} ahead`);
+      if (t.prefetch_new_passages) parts.push(`${fmtInt(t.prefetch_new_passages)} new passages read after Enter`);
+      break;
     case 'miss':
-      return `miss${t.prefetch_miss ? ` (${t.prefetch_miss})` : ''}`;
+      parts.push(`miss${t.prefetch_miss ? ` (${t.prefetch_miss})` : ''}`);
+      break;
     default:
-      return t.prefetch || '—';
+      parts.push(t.prefetch || '—');
   }
+  if (t.stale_passages) parts.push(`${fmtInt(t.stale_passages)} kept from the drafts`);
+  if (t.late_passages) parts.push(`${fmtInt(t.late_passages)} left out: reading them would miss the first-token budget`);
+  return parts.join(' · ');
 }
 
 /** What saved passage KV did for this answer ('—' when the setting is off). */
@@ -85,7 +93,7 @@ export function renderDetails(t: Trace): HTMLElement {
   const evald = t.eval_tokens ?? 0;
   const stitched = t.stitched_tokens ?? 0;
   // Of the cached tokens, those read while the user typed (adopted from the speculative prefill).
-  const typed = t.prefetch === 'hit' ? Math.min(t.prefetched_tokens ?? 0, cached) : 0;
+  const typed = readWhileTyping(t) ? Math.min(t.prefetched_tokens ?? 0, cached) : 0;
   const typedText = typed > 0 ? `${fmtInt(typed)} prefilled while you typed · ` : '';
   const tokens = h('div', { class: 'token-split', testid: 'token-split' });
   if (prompt > 0) {
