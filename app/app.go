@@ -112,7 +112,6 @@ type App struct {
 	tokenCounts map[string]int
 	spec        *speculation         // what the speculative sequence holds
 	answered    *heldLayout          // what the answer sequence holds, after the last question
-	read        *heldLayout          // the last layout the speculative sequence read to the end
 	drafts      int                  // prefetches received: the newest one wins
 	prefetched  map[string]time.Time // each client's last prefetch
 	warmed      WarmInfo             // the chat model's last warm-up

@@ -395,9 +395,7 @@ func (x *ask) generate() error {
 		// this question's).
 		trim := x.t.Prefetch == PrefetchMiss
 		if trim {
-			x.a.mu.Lock()
-			x.a.read = nil // the speculative sequence is cut back to what this prompt shares
-			x.a.mu.Unlock()
+			x.cutSpeculation()
 		}
 		req := engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens, TrimSpeculative: trim,
 			Speculate: x.s.Speculate, SpecFloor: specFloor(x.s.SpecFloorPct)}

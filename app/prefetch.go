@@ -74,8 +74,34 @@ type speculation struct {
 	key   string // the layout's key: same key, same prompt prefix
 	model string
 	start time.Time
+	// sizes are the passages' tokens; from is how many of them (a prefix)
+	// the sequence held already when this prefill started.
+	sizes []int
+	from  int
 	done  bool // the prefill returned (err says whether it stopped early)
 	err   error
+	end   time.Time // when it returned
+	spent bool      // a question came after it: it is no longer a draft of the next one
+}
+
+// read estimates the passages (a prefix of its layout) the speculative
+// sequence holds at now, from the reading speed in tokens a second. A
+// draft superseded mid-way leaves the sequence cut back to what the next
+// draft shares with it, so the estimate carries over (from).
+func (sp *speculation) read(now time.Time, speed float64) []retrieve.Passage {
+	if sp.done && sp.err == nil {
+		return sp.passages
+	}
+	if sp.done {
+		now = sp.end
+	}
+	left := speed * now.Sub(sp.start).Seconds()
+	n := sp.from
+	for n < len(sp.passages) && float64(sp.sizes[n]) <= left {
+		left -= float64(sp.sizes[n])
+		n++
+	}
+	return sp.passages[:n]
 }
 
 // heldLayout is the turn a sequence's prompt holds: base names the model,
@@ -162,7 +188,12 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		res.Reason = "same passages"
 		return res, nil
 	}
-	sp := &speculation{heldLayout: heldLayout{base: x.baseKey(m.chat), passages: x.laid.turn}, key: key, model: m.chat.ID(), start: time.Now()}
+	now := time.Now()
+	sp := &speculation{heldLayout: heldLayout{base: x.baseKey(m.chat), passages: x.laid.turn}, key: key, model: m.chat.ID(),
+		start: now, sizes: x.laid.sizes}
+	if old := a.spec; old != nil && old.base == sp.base {
+		sp.from = readPrefix(sp.passages, [][]retrieve.Passage{old.read(now, a.prefill[sp.model])})
+	}
 	a.spec = sp
 	// A draft for a new chat: the answer sequence's old conversation
 	// would only slow this prefill (attention spans every cell in use),
@@ -185,10 +216,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		a.mu.Lock()
 		// A preempted prefetch keeps what it read (the question that
 		// preempted it may adopt it); its error lets the same draft resume.
-		sp.done, sp.err = true, err
-		if err == nil && a.spec == sp {
-			a.read = &sp.heldLayout
-		}
+		sp.done, sp.err, sp.end = true, err, time.Now()
 		a.mu.Unlock()
 		if err != nil && !errors.Is(err, engine.ErrSuperseded) && !errors.Is(err, engine.ErrPreempted) {
 			a.log.Warn("prefetch", "err", err)
@@ -263,13 +291,14 @@ func (x *ask) reuse(g Generator) reuse {
 	defer x.a.mu.Unlock()
 	if sp := x.a.spec; sp != nil && sp.base == base {
 		r.held = append(r.held, sp.passages)
+		if !sp.spent && !x.draft {
+			r.typed = true
+			r.read = append(r.read, sp.read(time.Now(), x.a.prefill[sp.model]))
+		}
 	}
 	if h := x.a.answered; h != nil && h.base == base {
 		r.held = append(r.held, h.passages)
 		r.answered = h.passages
-	}
-	if h := x.a.read; h != nil && h.base == base {
-		r.read = append(r.read, h.passages)
 	}
 	return r
 }
@@ -286,6 +315,7 @@ func (x *ask) notePrefetch() (expected bool) {
 	var s speculation
 	if sp != nil {
 		s = *sp
+		sp.spent = true
 	}
 	x.a.mu.Unlock()
 	t := x.t
@@ -344,6 +374,25 @@ func (x *ask) adopted(st engine.Stats, expected bool) {
 		// in the trace).
 		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissTooLate
 	}
+}
+
+// cutSpeculation notes that the question's prefill cuts the speculative
+// sequence back to what its prompt shares (a miss: its cells would slow
+// the prefill).
+func (x *ask) cutSpeculation() {
+	x.a.mu.Lock()
+	defer x.a.mu.Unlock()
+	sp := x.a.spec
+	if sp == nil {
+		return
+	}
+	keep := 0
+	if sp.base == x.baseKey(x.gen) {
+		keep = readPrefix(x.laid.turn, [][]retrieve.Passage{sp.passages})
+	}
+	sp.passages, sp.sizes = sp.passages[:keep], sp.sizes[:keep]
+	sp.from = min(sp.from, keep)
+	sp.key = "" // a draft of the same passages reads them again
 }
 
 // answeredWith records the layout the answer sequence holds after a

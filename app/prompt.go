@@ -26,8 +26,10 @@ type prompt struct {
 	passages []retrieve.Passage // every passage it holds, numbered in this order
 	turn     []retrieve.Passage // those placed in this turn's message (a suffix of passages)
 	// turnTokens is the tokens of turn's passages: what a model that holds
-	// the conversation so far has left to read, besides the question.
+	// the conversation so far has left to read, besides the question;
+	// sizes is each one's.
 	turnTokens int
+	sizes      []int
 	// kept is how many of turn's passages (a prefix) come from a layout a
 	// sequence already holds (see arrange); stale of those did not make
 	// this question's own top passages; newTokens is the tokens of the
@@ -169,8 +171,8 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 			lay, keptTokens = l, n
 		}
 	}
-	if typed := readPrefix(lay.passages, r.read); typed > 0 && r.allowance > 0 {
-		read := max(typed, readPrefix(lay.passages, [][]retrieve.Passage{r.answered}))
+	if read := readPrefix(lay.passages, r.read); (read > 0 || r.typed) && r.allowance > 0 {
+		read = max(read, readPrefix(lay.passages, [][]retrieve.Passage{r.answered}))
 		lay = lay.trimUnread(read, fit, size, r.allowance)
 	}
 
@@ -202,6 +204,7 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 	}
 	p := prompt{text: text, passages: append(all, lay.passages...), turn: lay.passages, kept: lay.kept, stale: lay.stale, late: lay.late}
 	for i, q := range lay.passages {
+		p.sizes = append(p.sizes, sizes[q.ChunkID])
 		p.turnTokens += sizes[q.ChunkID]
 		if i >= lay.kept {
 			p.newTokens += sizes[q.ChunkID]
@@ -217,12 +220,14 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 type reuse struct {
 	held [][]retrieve.Passage // layouts, each in prompt order
 	pool []retrieve.Passage
-	// read are the layouts the drafts have read to the end. When the
-	// prompt starts with one of them, allowance (0: none) caps the tokens
-	// of this turn's passages left to read after it: the first token is
-	// due within a budget, and what the user's drafts have read already
+	// read are the layouts (or their first passages) the drafts have read.
+	// When the question was typed (drafts of it were prefetched) or the
+	// prompt starts with a read layout, allowance (0: none) caps
+	// the tokens of this turn's passages left to read after it: the first
+	// token is due within a budget, and what the user's drafts have read
 	// carries the answer's context.
 	read      [][]retrieve.Passage
+	typed     bool
 	allowance int
 	answered  []retrieve.Passage // the answer sequence's layout, read too
 }
