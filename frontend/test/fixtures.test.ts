@@ -2,7 +2,7 @@
 // the shapes here are the server's, not hand-written ones.
 import { describe, expect, it, vi } from 'vitest';
 import FX from '../e2e/fixtures/real-server.json';
-import { compareRecordings } from '../e2e/fixtures.mjs';
+import { compareRecordings, omitEmpty } from '../e2e/fixtures.mjs';
 import { fmtMs } from '../src/format';
 import { groupRows, bucketLabel } from '../src/latency/stats';
 import { layoutWaterfall } from '../src/latency/waterfall';
@@ -85,6 +85,22 @@ describe('recorded lore serve answers', () => {
     st.by_bucket = { '0-512': { p50: 1, p95: 2, p99: 3, n: 4 } };
     const d = compareRecordings(drifted, fx);
     expect(d.problems.join('\n')).toMatch(/by_bucket\{\}\.p50: in the fixture, not in the server's answer/);
+  });
+
+  it('a field the server omits when empty may be missing from one answer; any other may not', () => {
+    const optional = omitEmpty('../app') // vitest runs in frontend/;
+    expect(optional.has('stale_passages')).toBe(true);
+    expect(optional.has('prompt_tokens')).toBe(false);
+    const live = structuredClone(fx) as Record<string, Array<Record<string, unknown>>>;
+    const withField = structuredClone(fx) as Record<string, Array<Record<string, unknown>>>;
+    for (const t of live['GET /api/traces']) {
+      delete t.stale_passages;
+      delete t.prompt_tokens;
+    }
+    withField['GET /api/traces'][0].stale_passages = 1;
+    const problems = compareRecordings(withField, live, optional).problems.join('\n');
+    expect(problems).not.toMatch(/stale_passages/);
+    expect(problems).toMatch(/traces\[\]\.prompt_tokens: in the fixture, not in the server's answer/);
   });
 });
 
