@@ -93,21 +93,26 @@ func TestAssembleFollowUp(t *testing.T) {
 	}
 }
 
+// passagesOf gives passages of 100 tokens with these chunk ids.
+func passagesOf(ids ...int64) []retrieve.Passage {
+	var out []retrieve.Passage
+	for _, id := range ids {
+		out = append(out, retrieve.Passage{ChunkID: id, Tokens: 100})
+	}
+	return out
+}
+
+func chunkIDs(ps []retrieve.Passage) []int64 {
+	var out []int64
+	for _, x := range ps {
+		out = append(out, x.ChunkID)
+	}
+	return out
+}
+
 func TestArrange(t *testing.T) {
-	p := func(ids ...int64) []retrieve.Passage {
-		var out []retrieve.Passage
-		for _, id := range ids {
-			out = append(out, retrieve.Passage{ChunkID: id, Tokens: 100})
-		}
-		return out
-	}
-	ids := func(ps []retrieve.Passage) []int64 {
-		var out []int64
-		for _, x := range ps {
-			out = append(out, x.ChunkID)
-		}
-		return out
-	}
+	p := passagesOf
+	ids := chunkIDs
 	tests := []struct {
 		name            string
 		fit, held, pool []retrieve.Passage
@@ -140,13 +145,7 @@ func TestArrange(t *testing.T) {
 }
 
 func TestTrimUnread(t *testing.T) {
-	p := func(ids ...int64) []retrieve.Passage {
-		var out []retrieve.Passage
-		for _, id := range ids {
-			out = append(out, retrieve.Passage{ChunkID: id, Tokens: 100})
-		}
-		return out
-	}
+	p := passagesOf
 	size := func(p retrieve.Passage) int { return p.Tokens }
 	tests := []struct {
 		name           string
