@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -50,6 +51,13 @@ type EvalReport struct {
 	Candidates  int     `json:"candidates"`
 	SearchP50Ms float64 `json:"search_p50_ms"`
 	SearchP95Ms float64 `json:"search_p95_ms"`
+	// Rerank is the hybrid list with its first RerankK passages reordered by the
+	// rerank model, when one is loaded and EvalOptions.RerankK asks for it;
+	// RerankP50Ms and RerankP95Ms the reranker's time per question.
+	Rerank      *Quality `json:"rerank,omitempty"`
+	RerankK     int      `json:"rerank_k,omitempty"`
+	RerankP50Ms float64  `json:"rerank_p50_ms,omitempty"`
+	RerankP95Ms float64  `json:"rerank_p95_ms,omitempty"`
 	// Ranks holds, per query, the rank of its first relevant document for
 	// each retriever (0: not found).
 	Ranks []QueryRanks `json:"ranks"`
@@ -62,6 +70,7 @@ type QueryRanks struct {
 	Vector   int    `json:"vector"`
 	Hybrid   int    `json:"hybrid"`
 	Baseline int    `json:"baseline_fts5,omitempty"`
+	Rerank   int    `json:"rerank,omitempty"`
 }
 
 // EvalOptions is how EvalRetrieval searches and what it compares.
@@ -70,6 +79,9 @@ type EvalOptions struct {
 	// Candidates is how many chunks each retriever passes to fusion
 	// (retrieve.Options.Candidates); 0 means 100.
 	Candidates int
+	// RerankK, when positive, also reranks each question's first RerankK
+	// passages with the rerank model (an error when none is loaded).
+	RerankK int
 }
 
 // ReadEvalQueries reads JSON lines of EvalQuery.
@@ -127,8 +139,11 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 	}
 	m, let := a.hold()
 	defer let()
-	var sums [4]Quality // bm25, vector, hybrid, baseline
-	var took []float64
+	if opt.RerankK > 0 && m.rerank == nil {
+		return rep, errors.New("eval: --rerank-k needs a rerank model (--rerank-model FILE)")
+	}
+	var sums [5]Quality // bm25, vector, hybrid, baseline, rerank
+	var took, reranked []float64
 	for _, q := range qs {
 		t := time.Now()
 		res, err := m.retriever.Search(ctx, ws.ID, q.Query, retrieve.Options{TopK: 2 * opt.Candidates, Candidates: opt.Candidates, NoCache: true})
@@ -178,16 +193,31 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 				return rep, err
 			}
 			lists = append(lists, l)
+		} else {
+			lists = append(lists, nil)
 		}
-		var first [4]int
+		if opt.RerankK > 0 {
+			rr := res
+			rr.Passages = slices.Clone(res.Passages)
+			d, err := m.retriever.Rerank(ctx, m.rerank, q.Query, &rr, opt.RerankK)
+			if err != nil {
+				return rep, fmt.Errorf("query %q: %w", q.Query, err)
+			}
+			reranked = append(reranked, float64(d)/1e6)
+			lists = append(lists, passageDocs(rr.Passages))
+		}
+		var first [5]int
 		for i, l := range lists {
+			if l == nil {
+				continue
+			}
 			qq := quality(l, rel)
 			s := &sums[i]
 			s.Recall1, s.Recall5, s.Recall20 = s.Recall1+qq.Recall1, s.Recall5+qq.Recall5, s.Recall20+qq.Recall20
 			s.MRR, s.NDCG10 = s.MRR+qq.MRR, s.NDCG10+qq.NDCG10
 			first[i] = firstRelevant(l, rel)
 		}
-		rep.Ranks = append(rep.Ranks, QueryRanks{Query: q.Query, BM25: first[0], Vector: first[1], Hybrid: first[2], Baseline: first[3]})
+		rep.Ranks = append(rep.Ranks, QueryRanks{Query: q.Query, BM25: first[0], Vector: first[1], Hybrid: first[2], Baseline: first[3], Rerank: first[4]})
 	}
 	n := float64(max(len(qs), 1))
 	avg := func(s Quality) Quality {
@@ -201,7 +231,27 @@ func (a *App) EvalRetrieval(ctx context.Context, workspace string, qs []EvalQuer
 	if p := store.Percentile(took); p.N > 0 {
 		rep.SearchP50Ms, rep.SearchP95Ms = round(p.P50), round(p.P95)
 	}
+	if opt.RerankK > 0 {
+		r := avg(sums[4])
+		rep.Rerank, rep.RerankK = &r, opt.RerankK
+		if p := store.Percentile(reranked); p.N > 0 {
+			rep.RerankP50Ms, rep.RerankP95Ms = round(p.P50), round(p.P95)
+		}
+	}
 	return rep, nil
+}
+
+// passageDocs lists the documents of passages in order of their first passage.
+func passageDocs(ps []retrieve.Passage) []string {
+	var docs []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if d := relKey(p.Rel); !seen[d] {
+			seen[d] = true
+			docs = append(docs, d)
+		}
+	}
+	return docs
 }
 
 func relKey(p string) string { return filepath.ToSlash(filepath.Clean(p)) }

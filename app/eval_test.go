@@ -93,3 +93,37 @@ func TestStatsCacheRates(t *testing.T) {
 		t.Errorf("caches %+v; traces: %d retrieval hits, %d embedding lookups (%d hits); repeat hit %v", c, hits, embeds, embedHits, traces[1].RetrievalCacheHit)
 	}
 }
+
+// TestEvalRerank: with a rerank model, each rerank K gives a quality and the
+// reranker's latency; a reranked list holds the same documents as the hybrid
+// one past K; without a rerank model, asking for it is an error.
+func TestEvalRerank(t *testing.T) {
+	ctx := context.Background()
+	qs := []app.EvalQuery{
+		{Query: "when does the river market open", Relevant: []string{"river.md"}},
+		{Query: "a report about solar energy", Relevant: []string{"energy.md"}},
+		{Query: "what grows in the garden behind the library", Relevant: []string{"garden.txt"}},
+	}
+	a := newApp(t, opts{rerank: true})
+	for _, tc := range []struct{ k int }{{1}, {2}, {5}, {50}} {
+		rep, err := a.EvalRetrieval(ctx, "default", qs, app.EvalOptions{RerankK: tc.k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Rerank == nil || rep.RerankK != tc.k || rep.RerankP50Ms <= 0 || rep.RerankP95Ms < rep.RerankP50Ms {
+			t.Fatalf("K %d: rerank %v, K %d, p50 %v p95 %v", tc.k, rep.Rerank, rep.RerankK, rep.RerankP50Ms, rep.RerankP95Ms)
+		}
+		if q := *rep.Rerank; q.Recall20 != rep.Hybrid.Recall20 || q.MRR <= 0 || q.MRR > 1 {
+			t.Errorf("K %d: rerank %+v, hybrid %+v", tc.k, q, rep.Hybrid)
+		}
+		for _, r := range rep.Ranks {
+			if (r.Rerank == 0) != (r.Hybrid == 0) {
+				t.Errorf("K %d: %q found by hybrid at %d, reranked at %d", tc.k, r.Query, r.Hybrid, r.Rerank)
+			}
+		}
+	}
+	plain := newApp(t, opts{})
+	if _, err := plain.EvalRetrieval(ctx, "default", qs, app.EvalOptions{RerankK: 5}); err == nil || !strings.Contains(err.Error(), "rerank model") {
+		t.Errorf("rerank K without a rerank model: %v", err)
+	}
+}

@@ -17,6 +17,7 @@ var migrations = []migration{
 	execAll(schemaV4...), // 4: FTS term statistics
 	execAll(schemaV5...), // 5: embedding write generations
 	execAll(schemaV6...), // 6: headings in the FTS index
+	execAll(schemaV7...), // 7: plain text parsed again (manual pages' headings)
 }
 
 func execAll(stmts ...string) migration {
@@ -245,4 +246,11 @@ var schemaV6 = []string{
 		INSERT INTO chunks_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
 	END`,
 	`CREATE VIRTUAL TABLE chunks_fts_vocab USING fts5vocab(chunks_fts, row)`,
+}
+
+// schemaV7 marks the documents parsed as plain text pending, so that the next indexing
+// run parses them again: a manual page rendered to text now gets its NAME line as the
+// heading of its chunks (index/parse manName). Their chunks stay searchable meanwhile.
+var schemaV7 = []string{
+	`UPDATE documents SET status = 'pending' WHERE parser = 'text' AND status = 'indexed'`,
 }

@@ -87,10 +87,13 @@ func chunkIDs(rs []Ranked) []int64 {
 //     the workspace's (see rankFirst): joining every match to its document before the
 //     ORDER BY cost three times the ranking itself.
 //
+// The question's stopwords then add half their bm25 to the chunks found (see
+// weighStopwords): they never bring in a chunk of their own.
+//
 // It returns chunk ids and scores only: hybrid retrieval fuses two ranked lists and
 // fetches the texts of the few passages it keeps.
 func (db *DB) RankBM25(ctx context.Context, ws int64, query string, limit int) ([]Ranked, error) {
-	words := queryWords(query)
+	words, stops := splitQuery(query)
 	if len(words) == 0 {
 		return nil, nil
 	}
@@ -119,7 +122,7 @@ func (db *DB) RankBM25(ctx context.Context, ws int64, query string, limit int) (
 			return nil, fmt.Errorf("store: search: %w", err)
 		}
 	}
-	return out, nil
+	return db.weighStopwords(ctx, stops, out), nil
 }
 
 // searchPlan is how RankBM25 searches for a query's words.
@@ -333,12 +336,20 @@ func matchExpr(words []string) string {
 
 // queryWords splits text into the distinct lower-case words MatchQuery searches for.
 func queryWords(text string) []string {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+	words, _ := splitQuery(text)
+	return words
+}
+
+// splitQuery splits text into the distinct lower-case words searched for and the
+// stopwords left out of them (none when only stopwords were found: then they are the
+// words searched).
+func splitQuery(text string) (words, stops []string) {
+	all := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.Is(unicode.Mn, r)
 	})
-	seen := make(map[string]bool, len(words))
-	var keep, stops []string
-	for _, w := range words {
+	seen := make(map[string]bool, len(all))
+	var keep []string
+	for _, w := range all {
 		if seen[w] {
 			continue
 		}
@@ -350,14 +361,18 @@ func queryWords(text string) []string {
 		}
 	}
 	// Stopwords match most rows and bm25 scores every match (NOTES: 173 ms vs 3.8 ms
-	// at 100k chunks), so they only stay when nothing else is left.
+	// at 100k chunks), so they are only searched when nothing else is left; otherwise
+	// they only weigh in on the chunks found (weighStopwords).
 	if len(keep) == 0 {
-		keep = stops
+		keep, stops = stops, nil
 	}
 	if len(keep) > maxTerms {
 		keep = keep[:maxTerms]
 	}
-	return keep
+	if len(stops) > maxTerms {
+		stops = stops[:maxTerms]
+	}
+	return keep, stops
 }
 
 // termStats returns the number of chunks in the FTS index and, for each term, the number
@@ -507,26 +522,8 @@ func (t *tokenizer) tokens(ctx context.Context, words []string) ([][]string, err
 }
 
 func (t *tokenizer) tokenize(ctx context.Context, words []string, miss []int, out [][]string) error {
-	if t.conn == nil {
-		db, err := sql.Open("sqlite3", ":memory:")
-		if err != nil {
-			return err
-		}
-		db.SetMaxOpenConns(1)
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			db.Close()
-			return err
-		}
-		t.db, t.conn = db, conn
-		for _, s := range []string{
-			`CREATE VIRTUAL TABLE tok USING fts5(w, content = '', tokenize = '` + ftsTokenize + `')`,
-			`CREATE VIRTUAL TABLE tok_instance USING fts5vocab(tok, instance)`,
-		} {
-			if _, err := conn.ExecContext(ctx, s); err != nil {
-				return err
-			}
-		}
+	if err := t.open(ctx); err != nil {
+		return err
 	}
 	if _, err := t.conn.ExecContext(ctx, `INSERT INTO tok(tok) VALUES ('delete-all')`); err != nil {
 		return err
@@ -619,3 +616,29 @@ var stopwords = func() map[string]bool {
 	}
 	return m
 }()
+
+// open starts the tokenizer's private database once. t.mu must be held.
+func (t *tokenizer) open(ctx context.Context) error {
+	if t.conn == nil {
+		db, err := sql.Open("sqlite3", ":memory:")
+		if err != nil {
+			return err
+		}
+		db.SetMaxOpenConns(1)
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			db.Close()
+			return err
+		}
+		t.db, t.conn = db, conn
+		for _, s := range []string{
+			`CREATE VIRTUAL TABLE tok USING fts5(w, content = '', tokenize = '` + ftsTokenize + `')`,
+			`CREATE VIRTUAL TABLE tok_instance USING fts5vocab(tok, instance)`,
+		} {
+			if _, err := conn.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

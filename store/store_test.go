@@ -391,3 +391,46 @@ func TestFileModes(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateV7 checks that upgrading to version 7 sends plain-text documents, and only
+// those, back to be parsed again, keeping their chunks searchable.
+func TestMigrateV7(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v6.db")
+	raw, err := sql.Open("sqlite3", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, raw, migrations[:6]); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`INSERT INTO workspaces (id, name, created, generation) VALUES (1, 'old', 1, 7)`,
+		`INSERT INTO folders (id, workspace_id, path, created) VALUES (1, 1, '/old', 1)`,
+		`INSERT INTO documents (id, workspace_id, folder_id, path, rel, size, mtime, parser, status) VALUES
+			(1, 1, 1, '/old/ls.1.txt', 'ls.1.txt', 5, 7, 'text', 'indexed'),
+			(2, 1, 1, '/old/a.md', 'a.md', 5, 7, 'markdown', 'indexed'),
+			(3, 1, 1, '/old/b.txt', 'b.txt', 5, 7, 'text', 'error'),
+			(4, 1, 1, '/old/c.go', 'c.go', 5, 7, 'code', 'indexed')`,
+		`INSERT INTO chunks (document_id, ordinal, text) VALUES (1, 0, 'list directory contents')`,
+	} {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for id, want := range map[int]string{1: "pending", 2: "indexed", 3: "error", 4: "indexed"} {
+		var got string
+		if err := db.r.QueryRow(`SELECT status FROM documents WHERE id = ?`, id).Scan(&got); err != nil || got != want {
+			t.Errorf("document %d: status %q (%v), want %q", id, got, err, want)
+		}
+	}
+	if hits, err := db.SearchBM25(ctx, 1, "directory", 5); err != nil || len(hits) != 1 {
+		t.Errorf("search after upgrade = %v, %v", hits, err)
+	}
+}

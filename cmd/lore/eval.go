@@ -18,6 +18,7 @@ func evalCmd(ctx context.Context, args []string) error {
 	f.register(fs)
 	queries := fs.String("queries", "", "labelled queries, JSON lines of {\"query\", \"relevant\": [paths]}")
 	cands := fs.String("candidates", "100", "candidate `K` each retriever passes to fusion; a comma-separated list sweeps it")
+	rerankK := fs.String("rerank-k", "", "also rerank each question's first `K` passages with --rerank-model (or the saved rerank model); a comma-separated list sweeps it: quality and rerank latency per K")
 	baseline := fs.String("baseline", "", "also rank with a `baseline`: fts5 (plain SQLite FTS5 over the same files, 1,200-character chunks)")
 	if _, err := parseArgs(fs, args[1:]); err != nil {
 		return err
@@ -28,6 +29,15 @@ func evalCmd(ctx context.Context, args []string) error {
 	ks, err := intList(*cands)
 	if err != nil {
 		return fmt.Errorf("eval retrieval: --candidates: %w", err)
+	}
+	var rks []int
+	if *rerankK != "" {
+		if rks, err = intList(*rerankK); err != nil {
+			return fmt.Errorf("eval retrieval: --rerank-k: %w", err)
+		}
+		if len(ks) > 1 && len(rks) > 0 {
+			return fmt.Errorf("eval retrieval: sweep --candidates or --rerank-k, not both")
+		}
 	}
 	file, err := os.Open(*queries)
 	if err != nil {
@@ -44,6 +54,24 @@ func evalCmd(ctx context.Context, args []string) error {
 	}
 	defer a.Close()
 	var reps []app.EvalReport
+	if len(rks) > 0 {
+		for _, rk := range rks {
+			rep, err := a.EvalRetrieval(ctx, f.workspace, qs, app.EvalOptions{Baseline: *baseline == "fts5", Candidates: ks[0], RerankK: rk})
+			if err != nil {
+				return err
+			}
+			reps = append(reps, rep)
+		}
+		if f.json {
+			return printJSON(map[string]any{"rerank_sweep": reps})
+		}
+		fmt.Printf("%d queries, %d candidates; rerank K → quality and rerank latency (hybrid without rerank: MRR %.3f, recall@5 %.3f)\n%5s %9s %9s %9s %9s %8s %8s\n",
+			len(qs), reps[0].Candidates, reps[0].Hybrid.MRR, reps[0].Hybrid.Recall5, "K", "recall@1", "recall@5", "MRR", "nDCG@10", "p50 ms", "p95 ms")
+		for _, r := range reps {
+			fmt.Printf("%5d %9.3f %9.3f %9.3f %9.3f %8.1f %8.1f\n", r.RerankK, r.Rerank.Recall1, r.Rerank.Recall5, r.Rerank.MRR, r.Rerank.NDCG10, r.RerankP50Ms, r.RerankP95Ms)
+		}
+		return nil
+	}
 	for _, k := range ks {
 		rep, err := a.EvalRetrieval(ctx, f.workspace, qs, app.EvalOptions{Baseline: *baseline == "fts5", Candidates: k})
 		if err != nil {

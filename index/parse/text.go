@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -106,17 +107,70 @@ func baseTitle(path string) string {
 func parseText(text, path string) *Doc {
 	doc := &Doc{Parser: kindText, Title: baseTitle(path)}
 	ls := lines(text)
-	if s, ok := section(ls, 0, len(ls), ""); ok {
+	if s, ok := section(ls, 0, len(ls), manName(ls)); ok {
 		doc.Sections = append(doc.Sections, s)
 	}
 	return doc
 }
 
+// A manual page rendered to text (man, col -b) opens with a line naming the page and its
+// section at both ends, "LS(1)   User Commands   LS(1)", and its section headings are
+// lines in capitals at the margin, the first of them "NAME".
+var (
+	manHeaderRe  = regexp.MustCompile(`^(\S+)\(([0-9][0-9A-Za-z]*)\)\s.*\s(\S+)\(([0-9][0-9A-Za-z]*)\)$`)
+	manSectionRe = regexp.MustCompile(`^[A-Z][A-Z0-9 ,/&()'-]*[A-Z)]$`)
+)
+
+// maxManName bounds the heading a manual page's NAME section gives, in bytes.
+const maxManName = 200
+
+// manName returns what a manual page rendered to text says it is, its NAME section on
+// one line ("ls - list directory contents"), or "" when the text is not one. It becomes
+// the heading of the page's text, so every chunk of the page carries the words that say
+// what the page is for, as a Markdown document's title does. Measured on the sysman
+// set (eval/): recall@5 0.738 → 0.784, MRR 0.598 → 0.606; cutting the page into its
+// sections as well, with or without "NAME > OPTIONS" paths, did worse (recall@5 0.742).
+func manName(ls []string) string {
+	first := 0
+	for first < len(ls) && strings.TrimSpace(ls[first]) == "" {
+		first++
+	}
+	if first == len(ls) {
+		return ""
+	}
+	m := manHeaderRe.FindStringSubmatch(strings.TrimSpace(ls[first]))
+	if m == nil || !strings.EqualFold(m[1], m[3]) || m[2] != m[4] {
+		return ""
+	}
+	i := first + 1
+	for i < len(ls) && strings.TrimSpace(ls[i]) == "" {
+		i++
+	}
+	if i == len(ls) || strings.TrimRight(ls[i], " \t") != "NAME" {
+		return ""
+	}
+	var words []string
+	for i++; i < len(ls); i++ {
+		if manSectionRe.MatchString(strings.TrimRight(ls[i], " \t")) {
+			break
+		}
+		words = append(words, strings.Fields(ls[i])...)
+	}
+	name := strings.Join(words, " ")
+	if len(name) > maxManName {
+		name = strings.ToValidUTF8(name[:maxManName], "")
+	}
+	return name
+}
+
 // parseCode keeps source as text with line ranges; blank lines between
 // blocks are what the chunker splits on.
 func parseCode(text, path string) *Doc {
-	doc := parseText(text, path)
-	doc.Parser, doc.Lang, doc.Title = kindCode, langOf(path), filepath.Base(path)
+	doc := &Doc{Parser: kindCode, Lang: langOf(path), Title: filepath.Base(path)}
+	ls := lines(text)
+	if s, ok := section(ls, 0, len(ls), ""); ok {
+		doc.Sections = append(doc.Sections, s)
+	}
 	return doc
 }
 

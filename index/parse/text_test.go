@@ -107,3 +107,45 @@ func TestDOCXTextBox(t *testing.T) {
 		t.Errorf("text %q, want %q", doc.Sections[0].Text, want)
 	}
 }
+
+func TestManPageHeading(t *testing.T) {
+	const page = "KILLALL(1)                 User Commands                KILLALL(1)\n\nNAME\n" +
+		"       killall - kill processes\n       by name\n\nSYNOPSIS\n       killall [-e] name ...\n"
+	long := "X(8)  System  X(8)\n\nNAME\n       x - " + strings.Repeat("é", 150) + "\n\nDESCRIPTION\n  text\n"
+	tests := []struct {
+		name, in, path, want string
+	}{
+		{"rendered page", page, "killall.1.txt", "killall - kill processes by name"},
+		{"leading blank lines", "\n\n" + page, "killall.1.txt", "killall - kill processes by name"},
+		{"section letters", "OPENSSL-REQ(1SSL)   OpenSSL   OPENSSL-REQ(1SSL)\n\nNAME\n       openssl-req - PKCS#10 certificate request\n\nSYNOPSIS\n",
+			"req.txt", "openssl-req - PKCS#10 certificate request"},
+		{"NAME as the last section", "A(1)  x  A(1)\n\nNAME\n       a - b\n", "a.txt", "a - b"},
+		{"long name cut on a character", long, "x.txt", strings.ToValidUTF8(("x - " + strings.Repeat("é", 150))[:maxManName], "")},
+		{"different names at the ends", "LS(1)  User Commands  CP(1)\n\nNAME\n  ls - list\n", "ls.txt", ""},
+		{"no NAME section", "LS(1)  User Commands  LS(1)\n\nDESCRIPTION\n  ls - list\n", "ls.txt", ""},
+		{"plain notes", "RESTORING THE BIKE\n\nNAME\n  not a man page\n", "bike.txt", ""},
+		{"empty", "", "e.txt", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := parseText(tt.in, tt.path)
+			got := ""
+			if len(doc.Sections) > 0 {
+				got = doc.Sections[0].Heading
+			}
+			if got != tt.want {
+				t.Errorf("heading %q, want %q", got, tt.want)
+			}
+			if len(doc.Sections) > 1 {
+				t.Errorf("%d sections, want one", len(doc.Sections))
+			}
+			if len(got) > maxManName {
+				t.Errorf("heading of %d bytes", len(got))
+			}
+		})
+	}
+	// Code is never read as a manual page.
+	if doc := parseCode(page, "killall.1.py"); len(doc.Sections) != 1 || doc.Sections[0].Heading != "" {
+		t.Errorf("code: %+v", doc.Sections)
+	}
+}
