@@ -119,7 +119,21 @@ func TestSecurity(t *testing.T) {
 		{name: "cancel unknown request", method: "POST", path: "/api/ask/nosuch/cancel", want: 404},
 		{name: "unknown api path", method: "GET", path: "/api/nosuch", want: 404},
 		{name: "wrong method on api path", method: "GET", path: "/api/ask", want: 404},
-		{name: "unknown v1 path", method: "GET", path: "/v1/embeddings", want: 404},
+		{name: "unknown v1 path", method: "GET", path: "/v1/nosuch", want: 404},
+
+		// Embeddings and rerank: the same checks as every route.
+		{name: "v1 key: embeddings", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`, auth: v1, want: 200},
+		{name: "embeddings need a token", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`, auth: "-", want: 401, oa: true},
+		{name: "embeddings, wrong token", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`, auth: "Bearer wrong", want: 401, oa: true},
+		{name: "foreign host on embeddings", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`, host: "evil.com:" + port, want: 403},
+		{name: "same-site embeddings", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`,
+			headers: map[string]string{"Sec-Fetch-Site": "same-site"}, want: 403},
+		{name: "foreign origin on rerank", method: "POST", path: "/v1/rerank", body: `{"query":"q","documents":["a"]}`,
+			headers: map[string]string{"Origin": "http://evil.com"}, want: 403},
+		{name: "rerank needs a token", method: "POST", path: "/v1/rerank", body: `{"query":"q","documents":["a"]}`, auth: "-", want: 401, oa: true},
+		{name: "v1 key: rerank, no rerank model", method: "POST", path: "/v1/rerank", body: `{"query":"q","documents":["a"]}`, auth: v1, want: 404, oa: true},
+		{name: "body over 1 MiB: embeddings", method: "POST", path: "/v1/embeddings",
+			body: `{"input":"` + strings.Repeat("a", server.MaxBody) + `"}`, want: 413, oa: true},
 	}
 	chatsBefore := countChats(t, e)
 	for _, c := range cases {
