@@ -74,6 +74,10 @@ type Config struct {
 	// LORE_API_KEY or the OS keyring: LookupAPIKey); it is never stored in
 	// the settings, printed or put in an error.
 	APIKey string
+	// Keyring looks the key up in the OS keyring (LookupAPIKey) when
+	// APIKey is empty and a remote role is configured; never otherwise, so
+	// a fully local Lore does not touch the keyring.
+	Keyring bool
 	// WorkerCmd starts a parse worker (default: this executable with "parse-worker").
 	WorkerCmd []string
 	// QueueCapacity bounds the questions waiting behind the one being
@@ -208,6 +212,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if a.kv, err = kv.Open(kv.Options{Dir: filepath.Join(cfg.DataDir, "kv")}); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if a.cfg.APIKey == "" && a.cfg.Keyring && a.settings.remote() {
+		key, _, err := LookupAPIKey()
+		if err != nil { // the server may need none; if it does, its 401 says so
+			a.log.Warn("remote backends get no API key", "err", err)
+		}
+		a.cfg.APIKey = key
 	}
 	if a.cur, err = a.openModels(a.settings); err != nil {
 		db.Close()

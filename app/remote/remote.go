@@ -5,7 +5,8 @@
 // app.Embedder and Reranker app.Reranker.
 //
 // Nothing here reads the environment: the caller passes the API key (Lore
-// takes it from LORE_API_KEY), and no error or ID ever contains it.
+// takes it from LORE_API_KEY or the OS keyring), and no error or ID ever
+// contains it.
 package remote
 
 import (
