@@ -108,6 +108,12 @@ func TestSecurity(t *testing.T) {
 		{name: "settings: top_k 0", method: "PUT", path: "/api/settings", body: `{"top_k":0}`, want: 400},
 		{name: "settings: threads -1", method: "PUT", path: "/api/settings", body: `{"threads":-1}`, want: 400},
 		{name: "settings: model outside the machine's", method: "PUT", path: "/api/settings", body: `{"chat_model":"/etc/passwd"}`, want: 400},
+		// Remote URLs: http(s) with a host, never credentials (the key is not a setting).
+		{name: "settings: chat_url with credentials", method: "PUT", path: "/api/settings", body: `{"chat_url":"http://u:secret@gpu:8080/v1"}`, want: 400},
+		{name: "settings: embed_url not http", method: "PUT", path: "/api/settings", body: `{"embed_url":"file:///etc/passwd"}`, want: 400},
+		{name: "settings: rerank_url with credentials", method: "PUT", path: "/api/settings", body: `{"rerank_url":"https://key@gpu/v1"}`, want: 400},
+		{name: "settings: rerank_url without host", method: "PUT", path: "/api/settings", body: `{"rerank_url":"http:///v1"}`, want: 400},
+		{name: "settings: rerank_url not a URL", method: "PUT", path: "/api/settings", body: `{"rerank_url":"gpu box"}`, want: 400},
 
 		{name: "body over 1 MiB: ask", method: "POST", path: "/api/ask", body: big, want: 413},
 		{name: "body over 1 MiB: settings", method: "PUT", path: "/api/settings", body: `{"chat_model": "` + strings.Repeat("m", server.MaxBody) + `"}`, want: 413},
