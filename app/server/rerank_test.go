@@ -205,25 +205,21 @@ func TestRerankEndpoint(t *testing.T) {
 	}
 }
 
-// askSources asks q and returns the sources' texts, their rerank scores
-// and the trace.
-func askSources(t *testing.T, a *app.App, q string) ([]string, []float64, *app.Trace) {
+// askSources asks q and returns the sources (in prompt order, with their
+// scores) and the trace.
+func askSources(t *testing.T, a *app.App, q string) ([]app.Source, *app.Trace) {
 	t.Helper()
-	var texts []string
-	var scores []float64
+	var srcs []app.Source
 	tr, err := a.Ask(context.Background(), app.AskRequest{Question: q}, func(ev app.Event) error {
 		if s, ok := ev.(app.Sources); ok {
-			for _, src := range s {
-				texts = append(texts, src.Text)
-				scores = append(scores, src.Scores.Rerank)
-			}
+			srcs = append(srcs, s...)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return texts, scores, tr
+	return srcs, tr
 }
 
 // rerankApp opens an app over the fixtures' library with the tiny chat
@@ -245,7 +241,10 @@ func rerankApp(t *testing.T, rerankURL, key string, local bool) *app.App {
 	}
 	t.Cleanup(func() { a.Close() })
 	s := a.Settings()
-	s.Threads, s.MaxTokens, s.RerankBudgetMs = 1, 4, 0 // no budget: rerank always runs
+	// No rerank budget: rerank always runs. A fixed passage budget: the
+	// automatic one follows the measured prefill speed, which a loaded
+	// machine changes from one app to the next.
+	s.Threads, s.MaxTokens, s.RerankBudgetMs, s.ContextTokens = 1, 4, 0, 2048
 	if err := a.SaveSettings(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -255,21 +254,62 @@ func rerankApp(t *testing.T, rerankURL, key string, local bool) *app.App {
 	return a
 }
 
+// reranked checks that srcs were reranked by the reference scores ref
+// (passage text → score from a local rerank with the same model file):
+// the sources come best first by rerank score, not in fusion order, and
+// every passage ref also scored has the same score. Each app builds its
+// own index (HNSW levels are random), so the candidates can differ a
+// little between apps; a passage's score cannot.
+func reranked(t *testing.T, srcs []app.Source, ref map[string]float64) {
+	t.Helper()
+	if len(srcs) < 3 {
+		t.Fatalf("%d sources: too few to tell an order", len(srcs))
+	}
+	fusedOrder, shared := true, 0
+	for i, s := range srcs {
+		if i > 0 && s.Scores.Rerank > srcs[i-1].Scores.Rerank {
+			t.Errorf("source %d scores %v after %v: not in rerank order", i, s.Scores.Rerank, srcs[i-1].Scores.Rerank)
+		}
+		if i > 0 && s.Scores.Fused > srcs[i-1].Scores.Fused {
+			fusedOrder = false
+		}
+		if !(s.Scores.Rerank > 0 && s.Scores.Rerank < 1) {
+			t.Errorf("source %d rerank score %v: want P(yes) in (0, 1)", i, s.Scores.Rerank)
+		}
+		if want, ok := ref[s.Text]; ok {
+			shared++
+			if s.Scores.Rerank != want {
+				t.Errorf("source %d: rerank score %v, %v from the local reranker for the same passage", i, s.Scores.Rerank, want)
+			}
+		}
+	}
+	if fusedOrder {
+		t.Errorf("sources still in fusion order: rerank changed nothing")
+	}
+	if ref != nil && shared < len(srcs)/2 {
+		t.Errorf("only %d of %d sources among the reference's", shared, len(srcs))
+	}
+}
+
 // TestRemoteRerankAgainstLore: an app whose rerank role is another
-// Lore's /v1/rerank on loopback gets the same order and scores as local
-// rerank with the same model file (an order rerank changed), says the
-// role leaves the machine, and when the remote fails (down, or a server
-// with no reranker answering 404) falls back to the local reranker, or
-// skips rerank without one, recording the fallback in the trace.
+// Lore's /v1/rerank on loopback gets the scores a local rerank with the
+// same model file gives (an order rerank changed), says the role leaves
+// the machine, and when the remote fails (down, a Lore with no reranker
+// answering 404, a wrong key) falls back to the local reranker, or skips
+// rerank without one, recording the fallback in the trace.
 func TestRemoteRerankAgainstLore(t *testing.T) {
 	rr, _ := moreModels(t)
 	e := newEnv(t, app.Config{RerankModel: rr}, server.Options{})
 	const q = "what do the notes say about the river market"
 
-	localTexts, localScores, ltr := askSources(t, rerankApp(t, "", "", true), q)
-	plainTexts, _, _ := askSources(t, rerankApp(t, "", "", false), q)
-	if ltr.FallbackReason != "" || ltr.RerankRoute != "" || strings.Join(localTexts, "|") == strings.Join(plainTexts, "|") {
-		t.Fatalf("local rerank: reason %q, rerank_route %q, order unchanged by rerank: want rerank to reorder", ltr.FallbackReason, ltr.RerankRoute)
+	local, ltr := askSources(t, rerankApp(t, "", "", true), q)
+	if ltr.FallbackReason != "" || ltr.RerankRoute != "" {
+		t.Fatalf("local rerank: reason %q, rerank_route %q", ltr.FallbackReason, ltr.RerankRoute)
+	}
+	reranked(t, local, nil)
+	ref := map[string]float64{}
+	for _, s := range local {
+		ref[s.Text] = s.Scores.Rerank
 	}
 
 	t.Run("remote reranks", func(t *testing.T) {
@@ -278,14 +318,12 @@ func TestRemoteRerankAgainstLore(t *testing.T) {
 		if sys.Local || len(sys.Remote) != 1 || sys.Remote[0].Role != "rerank" || sys.Remote[0].URL != e.base+"/v1" {
 			t.Errorf("System local %v, remote %+v: want the rerank role reported as leaving the machine", sys.Local, sys.Remote)
 		}
-		texts, scores, tr := askSources(t, a, q)
-		t.Logf("rerank_route %s, rerank %.1f ms, level %d %q, scores %v", tr.RerankRoute, tr.Stages[app.StageRerank], tr.FallbackLevel, tr.FallbackReason, scores)
+		srcs, tr := askSources(t, a, q)
+		t.Logf("rerank_route %s, rerank %.1f ms, level %d %q", tr.RerankRoute, tr.Stages[app.StageRerank], tr.FallbackLevel, tr.FallbackReason)
 		if !strings.HasPrefix(tr.RerankRoute, "remote:"+e.base) || strings.Contains(tr.FallbackReason, "rerank") || tr.Stages[app.StageRerank] <= 0 {
 			t.Errorf("rerank_route %q, reason %q, rerank_ms %v: want the remote's rerank", tr.RerankRoute, tr.FallbackReason, tr.Stages[app.StageRerank])
 		}
-		if strings.Join(texts, "|") != strings.Join(localTexts, "|") || !equalFloats(scores, localScores) {
-			t.Errorf("remote order/scores differ from local rerank with the same model:\n remote %v\n local  %v", scores, localScores)
-		}
+		reranked(t, srcs, ref)
 		if !strings.Contains(tr.VersionID, "remote:"+e.base) {
 			t.Errorf("version_id %q does not name the remote reranker", tr.VersionID)
 		}
@@ -308,7 +346,7 @@ func TestRemoteRerankAgainstLore(t *testing.T) {
 		{"wrong key", e.base + "/v1", "not-the-key", "HTTP 401"},
 	} {
 		t.Run(c.name+", local reranks", func(t *testing.T) {
-			texts, scores, tr := askSources(t, rerankApp(t, c.url, c.key, true), q)
+			srcs, tr := askSources(t, rerankApp(t, c.url, c.key, true), q)
 			t.Logf("rerank_route %s, level %d, reason %q", tr.RerankRoute, tr.FallbackLevel, tr.FallbackReason)
 			if tr.FallbackLevel != 1 || !strings.Contains(tr.FallbackReason, "remote rerank unavailable, the local reranker ran") ||
 				!strings.Contains(tr.FallbackReason, c.cause) || !strings.Contains(tr.RerankRoute, "(fallback from remote:"+c.url) {
@@ -317,20 +355,20 @@ func TestRemoteRerankAgainstLore(t *testing.T) {
 			if strings.Contains(tr.FallbackReason, "not-the-key") {
 				t.Errorf("the key is in the trace: %q", tr.FallbackReason)
 			}
-			if strings.Join(texts, "|") != strings.Join(localTexts, "|") || !equalFloats(scores, localScores) {
-				t.Errorf("fallback order differs from local rerank")
-			}
+			reranked(t, srcs, ref)
 		})
 	}
 	t.Run("down, no local reranker", func(t *testing.T) {
-		texts, _, tr := askSources(t, rerankApp(t, down, "", false), q)
+		srcs, tr := askSources(t, rerankApp(t, down, "", false), q)
 		t.Logf("rerank_route %s, level %d, reason %q", tr.RerankRoute, tr.FallbackLevel, tr.FallbackReason)
 		if tr.FallbackLevel < 1 || !strings.Contains(tr.FallbackReason, "rerank skipped: remote rerank unavailable (no local rerank model") ||
 			tr.RerankRoute != "none (fallback from remote:"+down+"#rerank)" {
 			t.Errorf("level %d, reason %q, rerank_route %q: want rerank skipped and said so", tr.FallbackLevel, tr.FallbackReason, tr.RerankRoute)
 		}
-		if strings.Join(texts, "|") != strings.Join(plainTexts, "|") {
-			t.Errorf("skipped rerank changed the order")
+		for i, s := range srcs {
+			if s.Scores.Rerank != 0 || i > 0 && s.Scores.Fused > srcs[i-1].Scores.Fused {
+				t.Errorf("source %d: rerank score %v, fused %v: want fusion order, unreranked", i, s.Scores.Rerank, s.Scores.Fused)
+			}
 		}
 	})
 }
@@ -377,16 +415,4 @@ func TestRemoteRerankerClient(t *testing.T) {
 	if _, err := slow.Rerank(context.Background(), "q", docs); !errors.Is(err, remote.ErrUnavailable) || time.Since(start) > 5*time.Second {
 		t.Errorf("silent server: err %v after %v, want unavailable after ~300 ms", err, time.Since(start))
 	}
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
