@@ -13,7 +13,8 @@ WAILS    := $(CURDIR)/.build/wails
 ARTIFACTS := $(CURDIR)/test-artifacts
 
 APT_PKGS := build-essential pkg-config git nlohmann-json3-dev libstb-dev poppler-utils \
-            chromium xvfb x11-apps x11-utils xdotool imagemagick libgtk-3-dev libwebkit2gtk-4.1-dev
+            chromium xvfb x11-apps x11-utils xdotool imagemagick libgtk-3-dev libwebkit2gtk-4.1-dev \
+            dbus-daemon gnome-keyring libsecret-tools
 
 OLLAMA_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 # miniaudio.h ships in this module; it is fetched by version, not required by go.mod.

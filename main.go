@@ -53,7 +53,10 @@ func run() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	core, err := app.New(ctx, app.Config{DataDir: app.DefaultDataDir(), Watch: true, Warm: true})
+	// Remote backends (settings chat_url, embed_url, rerank_url) take their key
+	// from $LORE_API_KEY or the OS keyring (`lore key set`).
+	core, err := app.New(ctx, app.Config{DataDir: app.DefaultDataDir(), Watch: true, Warm: true,
+		APIKey: os.Getenv(app.APIKeyEnv), Keyring: true})
 	if err != nil {
 		return err
 	}

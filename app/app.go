@@ -67,9 +67,17 @@ type Config struct {
 	// for (override the settings; "" keeps them). A local ChatModel then
 	// answers when the remote is down, slow or refusing.
 	ChatURL, ChatURLModel, EmbedURL, EmbedURLModel string
-	// APIKey is sent to the remote servers (the CLI reads LORE_API_KEY);
-	// it is never stored or printed.
+	// RerankURL sends the rerank role to a server with llama-server's
+	// /v1/rerank; a local RerankModel then reranks when it fails.
+	RerankURL, RerankURLModel string
+	// APIKey is sent to the remote servers (the CLI takes it from
+	// LORE_API_KEY or the OS keyring: LookupAPIKey); it is never stored in
+	// the settings, printed or put in an error.
 	APIKey string
+	// Keyring looks the key up in the OS keyring (LookupAPIKey) when
+	// APIKey is empty and a remote role is configured; never otherwise, so
+	// a fully local Lore does not touch the keyring.
+	Keyring bool
 	// WorkerCmd starts a parse worker (default: this executable with "parse-worker").
 	WorkerCmd []string
 	// QueueCapacity bounds the questions waiting behind the one being
@@ -106,7 +114,7 @@ type App struct {
 	cur      *models            // the models questions start with now
 	retired  []*models          // replaced sets still held by a question, oldest first
 	prefill  map[string]float64 // measured prefill tokens/s (EWMA) per chat model, for budgets, routes and ETAs
-	rerankMs float64            // measured rerank cost per candidate (EWMA)
+	rerankMs map[string]float64 // measured rerank cost per candidate (EWMA) per reranker
 	inflight map[string]*run
 	// tokenCounts remembers passages' token counts per chat model.
 	tokenCounts map[string]int
@@ -168,7 +176,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	a := &App{cfg: cfg, db: db, log: cfg.Logger, inflight: map[string]*run{}, tokenCounts: map[string]int{}, prefetched: map[string]time.Time{},
-		prefill: map[string]float64{}}
+		prefill: map[string]float64{}, rerankMs: map[string]float64{}}
 	if a.settings, err = loadSettings(ctx, db); err != nil {
 		db.Close()
 		return nil, err
@@ -180,7 +188,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		{&a.settings.ChatModel, cfg.ChatModel}, {&a.settings.EmbedModel, cfg.EmbedModel}, {&a.settings.RerankModel, cfg.RerankModel},
 		{&a.settings.FastChatModel, cfg.FastChatModel}, {&a.settings.DraftModel, cfg.DraftModel},
 		{&a.settings.ChatURL, cfg.ChatURL}, {&a.settings.ChatURLModel, cfg.ChatURLModel},
-		{&a.settings.EmbedURL, cfg.EmbedURL}, {&a.settings.EmbedURLModel, cfg.EmbedURLModel}} {
+		{&a.settings.EmbedURL, cfg.EmbedURL}, {&a.settings.EmbedURLModel, cfg.EmbedURLModel},
+		{&a.settings.RerankURL, cfg.RerankURL}, {&a.settings.RerankURLModel, cfg.RerankURLModel}} {
 		if o.v != "" {
 			*o.dst = o.v
 		}
@@ -203,6 +212,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if a.kv, err = kv.Open(kv.Options{Dir: filepath.Join(cfg.DataDir, "kv")}); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if a.cfg.APIKey == "" && a.cfg.Keyring && a.settings.remote() {
+		key, _, err := LookupAPIKey()
+		if err != nil { // the server may need none; if it does, its 401 says so
+			a.log.Warn("remote backends get no API key", "err", err)
+		}
+		a.cfg.APIKey = key
 	}
 	if a.cur, err = a.openModels(a.settings); err != nil {
 		db.Close()

@@ -288,28 +288,65 @@ func (x *ask) retrieve() error {
 }
 
 // rerank reorders the candidates when a reranker exists and its expected
-// cost fits the budget.
+// cost fits the budget. A remote reranker that fails hands over to the
+// local one when there is one, else rerank is skipped; either way the
+// trace says so (fallback level 1, rerank_route).
 func (x *ask) rerank() error {
 	k := min(x.s.RerankK, len(x.res.Passages))
-	cost := x.a.rerankCost() * float64(k)
+	rr := x.m.rerank
+	remoteRR := isRemoteReranker(rr)
+	if remoteRR {
+		x.t.RerankRoute = rr.ID()
+	}
+	cost := func(r Reranker) float64 { return x.a.rerankCost(r.ID()) * float64(k) }
 	switch {
-	case x.m.rerank == nil:
+	case rr == nil:
 		x.degrade(1, "rerank skipped: no rerank model")
 	case k == 0:
-	case x.s.RerankBudgetMs > 0 && cost > float64(x.s.RerankBudgetMs):
-		x.degrade(1, fmt.Sprintf("rerank skipped: %d candidates would take ~%.0f ms, over the %d ms budget", k, cost, x.s.RerankBudgetMs))
+	case x.s.RerankBudgetMs > 0 && cost(rr) > float64(x.s.RerankBudgetMs):
+		x.degrade(1, fmt.Sprintf("rerank skipped: %d candidates would take ~%.0f ms, over the %d ms budget", k, cost(rr), x.s.RerankBudgetMs))
 	default:
 		x.stage(StageRerank, stageStart, map[string]any{"candidates": k})
 		start := time.Now()
-		d, err := x.m.retriever.Rerank(x.ctx, x.m.rerank, x.q, &x.res, k)
+		d, err := x.m.retriever.Rerank(x.ctx, rr, x.q, &x.res, k)
+		if err == nil {
+			x.a.noteRerank(rr.ID(), ms(d), k)
+		}
+		if err != nil && remoteRR && x.ctx.Err() == nil {
+			err = x.rerankLocally(k, rr, err)
+		}
 		x.rec.add(StageRerank, start, time.Now())
 		if err != nil {
 			x.degrade(1, "rerank failed: "+err.Error())
-		} else {
-			x.a.noteRerank(ms(d), k)
 		}
 		return x.stage(StageRerank, stageDone, nil)
 	}
+	return nil
+}
+
+// rerankLocally stands in for the remote reranker rr, which failed with
+// failed: the local reranker runs when there is one and it fits the
+// budget, else rerank is skipped, said as such. It returns the local
+// reranker's own error (nil when it ran or was skipped).
+func (x *ask) rerankLocally(k int, rr Reranker, failed error) error {
+	local := x.m.rerankFallback
+	x.t.RerankRoute = "none (fallback from " + rr.ID() + ")"
+	if local == nil {
+		x.degrade(1, "rerank skipped: remote rerank unavailable (no local rerank model to fall back to): "+failed.Error())
+		return nil
+	}
+	if cost := x.a.rerankCost(local.ID()) * float64(k); x.s.RerankBudgetMs > 0 && cost > float64(x.s.RerankBudgetMs) {
+		x.degrade(1, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) and the local one would take ~%.0f ms, over the %d ms budget",
+			failed, cost, x.s.RerankBudgetMs))
+		return nil
+	}
+	x.degrade(1, "remote rerank unavailable, the local reranker ran: "+failed.Error())
+	d, err := x.m.retriever.Rerank(x.ctx, local, x.q, &x.res, k)
+	if err != nil {
+		return err
+	}
+	x.t.RerankRoute = local.ID() + " (fallback from " + rr.ID() + ")"
+	x.a.noteRerank(local.ID(), ms(d), k)
 	return nil
 }
 

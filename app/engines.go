@@ -17,13 +17,15 @@ import (
 // with to the end; a settings change swaps in a new set, and the models it
 // replaced close once no one holds the sets that used them.
 type models struct {
-	chat      Generator
-	fast      Generator // the router's fast chat model (nil: none)
-	fallback  Generator // the local chat model when chat is remote
-	embed     Embedder
-	rerank    Reranker
-	retriever *retrieve.Retriever
-	warmed    chan struct{} // closed when the chat model's system prefix is cached
+	chat     Generator
+	fast     Generator // the router's fast chat model (nil: none)
+	fallback Generator // the local chat model when chat is remote
+	embed    Embedder
+	rerank   Reranker
+	// rerankFallback is the local reranker when rerank is remote.
+	rerankFallback Reranker
+	retriever      *retrieve.Retriever
+	warmed         chan struct{} // closed when the chat model's system prefix is cached
 
 	refs int         // holders (guarded by App.mu)
 	drop []io.Closer // what this set used that its successor does not
@@ -68,7 +70,7 @@ func (a *App) let(m *models) {
 }
 
 func (m *models) closeAll() {
-	for _, c := range append(m.drop, closers(m.chat, m.fast, m.fallback, m.embed, m.rerank, m.retriever)...) {
+	for _, c := range append(m.drop, closers(m.chat, m.fast, m.fallback, m.embed, m.rerank, m.rerankFallback, m.retriever)...) {
 		c.Close()
 	}
 }
@@ -190,8 +192,13 @@ func (a *App) switchModels(s Settings) error {
 	if err == nil {
 		err = open(s.EmbedModel, cur.EmbedModel, nil, func(e *engine.Model) { next.embed = nilIfNone[Embedder](e) }, next.embed)
 	}
+	// Likewise the local reranker.
+	rerank := &next.rerank
+	if isRemoteReranker(next.rerank) {
+		rerank = &next.rerankFallback
+	}
 	if err == nil {
-		err = open(s.RerankModel, cur.RerankModel, nil, func(e *engine.Model) { next.rerank = nilIfNone[Reranker](e) }, next.rerank)
+		err = open(s.RerankModel, cur.RerankModel, nil, func(e *engine.Model) { *rerank = nilIfNone[Reranker](e) }, *rerank)
 	}
 	if err != nil {
 		for _, c := range opened {
@@ -239,7 +246,7 @@ func (a *App) warm(m *models) {
 	ctx := context.Background()
 	// The embedding and rerank runners too, so the first question's query
 	// embedding does not pay for loading a model.
-	for _, e := range []any{m.embed, m.rerank, m.fallback} {
+	for _, e := range []any{m.embed, m.rerank, m.rerankFallback, m.fallback} {
 		if s, ok := e.(interface{ Start(context.Context) error }); ok {
 			go func() {
 				if err := s.Start(engine.WithPriority(ctx, engine.Background)); err != nil {
@@ -337,17 +344,18 @@ func (a *App) prefillSpeed(model string) float64 {
 	return a.prefill[model]
 }
 
-// rerankCost is the measured milliseconds per reranked candidate.
-func (a *App) rerankCost() float64 {
+// rerankCost is the measured milliseconds per reranked candidate of the
+// reranker with that ID (a remote one and its local fallback differ).
+func (a *App) rerankCost(id string) float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.rerankMs
+	return a.rerankMs[id]
 }
 
-func (a *App) noteRerank(ms float64, k int) {
+func (a *App) noteRerank(id string, ms float64, k int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.rerankMs = ewma(a.rerankMs, ms/float64(max(k, 1)))
+	a.rerankMs[id] = ewma(a.rerankMs[id], ms/float64(max(k, 1)))
 }
 
 func ewma(cur, x float64) float64 {

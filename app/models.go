@@ -176,7 +176,7 @@ func DescribeCPU() CPUStatus { return cpu.Describe() }
 // LoadedModel is a model whose runner is configured (it may not have started
 // yet: Runner is then empty).
 type LoadedModel struct {
-	Role       string            `json:"role"` // chat, embedding, rerank
+	Role       string            `json:"role"` // chat, fast chat, chat fallback, embedding, rerank, rerank fallback
 	Path       string            `json:"path"`
 	CPUVariant string            `json:"cpu_variant"`
 	Runner     engine.RunnerInfo `json:"runner"`
@@ -191,7 +191,8 @@ func (a *App) System() System {
 	for _, r := range []struct {
 		role string
 		m    any
-	}{{"chat", m.chat}, {"fast chat", m.fast}, {"chat fallback", m.fallback}, {"embedding", m.embed}, {"rerank", m.rerank}} {
+	}{{"chat", m.chat}, {"fast chat", m.fast}, {"chat fallback", m.fallback}, {"embedding", m.embed}, {"rerank", m.rerank},
+		{"rerank fallback", m.rerankFallback}} {
 		if m, ok := r.m.(*engine.Model); ok && m != nil {
 			ri := m.Runner()
 			if ri.Buffers == nil {

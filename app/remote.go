@@ -45,6 +45,21 @@ func (a *App) openRemoteEmbed(s Settings) (*remote.Embedder, error) {
 	return remote.NewEmbedder(o, dim)
 }
 
+// openRemoteRerank opens the remote rerank role. Its timeout is the
+// rerank budget when there is one (at least a second), so that a slow
+// server leaves time for the local fallback.
+func (a *App) openRemoteRerank(s Settings) (*remote.Reranker, error) {
+	if s.RerankURLModel == "" {
+		return nil, fmt.Errorf("%w: rerank_url needs a model name (--rerank-url-model)", ErrInvalid)
+	}
+	o := a.remoteOptions(s.RerankURL, s.RerankURLModel, s)
+	o.FirstToken = 0
+	if s.RerankBudgetMs > 0 {
+		o.FirstToken = time.Duration(max(s.RerankBudgetMs, 1000)) * time.Millisecond
+	}
+	return remote.NewReranker(o)
+}
+
 // generateChat runs the chat model and, when a remote one is unavailable
 // before its first token (down, over its TTFT budget, 429/5xx), lets the
 // local model answer the same messages, recorded as a fallback. Without a
@@ -73,7 +88,7 @@ func (x *ask) generateChat(req engine.GenerateRequest, token func(string) error)
 // DataLeaves says, per role, which server receives what: empty when
 // everything stays on this machine (the default).
 type DataLeaves struct {
-	Role string `json:"role"` // chat, embedding
+	Role string `json:"role"` // chat, embedding, rerank
 	URL  string `json:"url"`
 	What string `json:"what"`
 }
@@ -89,7 +104,17 @@ func (m *models) leaves() []DataLeaves {
 		out = append(out, DataLeaves{Role: "embedding", URL: e.URL(),
 			What: "your questions and the text of every indexed passage are sent to this server"})
 	}
+	if r, ok := m.rerank.(*remote.Reranker); ok {
+		out = append(out, DataLeaves{Role: "rerank", URL: r.URL(),
+			What: "your questions and the passages retrieved for them are sent to this server"})
+	}
 	return out
+}
+
+// isRemoteReranker says whether r runs on another machine.
+func isRemoteReranker(r Reranker) bool {
+	_, ok := r.(*remote.Reranker)
+	return ok
 }
 
 // isRemote says whether g runs on another machine.
@@ -100,7 +125,8 @@ func isRemote(g Generator) bool {
 
 // openRemotes puts the remote roles named in s into m: the remote chat
 // model in front of the local one (kept as its fallback), the remote
-// embedder instead of a local one. A remote that was asked for and cannot
+// embedder instead of a local one, the remote reranker in front of the
+// local one (its fallback). A remote that was asked for and cannot
 // be set up fails the start, whether from a flag or the settings: a
 // silent local answer would hide where the user meant questions to go.
 func (a *App) openRemotes(m *models, s Settings) error {
@@ -117,6 +143,13 @@ func (a *App) openRemotes(m *models, s Settings) error {
 			return fmt.Errorf("embedding: %w", err)
 		}
 		m.embed = e
+	}
+	if s.RerankURL != "" {
+		r, err := a.openRemoteRerank(s)
+		if err != nil {
+			return fmt.Errorf("rerank: %w", err)
+		}
+		m.rerankFallback, m.rerank = m.rerank, r
 	}
 	return nil
 }

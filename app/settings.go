@@ -30,13 +30,16 @@ type Settings struct {
 	// Remote backends speak the OpenAI-compatible API (llama-server, vLLM,
 	// Ollama, another Lore). Empty URLs, the default, keep everything on
 	// this machine; a chat URL sends questions and passages to that
-	// server, an embedding URL sends the library's text and the questions.
+	// server, an embedding URL sends the library's text and the questions,
+	// a rerank URL the questions and the passages retrieved for them.
 	// They take effect when the app starts. The API key is never a setting:
-	// it comes from LORE_API_KEY (Config.APIKey).
+	// it comes from LORE_API_KEY or the OS keyring (Config.APIKey).
 	ChatURL        string `json:"chat_url,omitempty"`
 	ChatURLModel   string `json:"chat_url_model,omitempty"`
 	EmbedURL       string `json:"embed_url,omitempty"`
 	EmbedURLModel  string `json:"embed_url_model,omitempty"`
+	RerankURL      string `json:"rerank_url,omitempty"`
+	RerankURLModel string `json:"rerank_url_model,omitempty"`
 	RemoteInsecure bool   `json:"remote_insecure_tls,omitempty"` // skip TLS certificate checks
 	// RemoteTTFTMs is the remote chat's first-token budget: past it the
 	// local chat model answers, when there is one (0: 60 s).
@@ -69,6 +72,9 @@ type Settings struct {
 	DraftModel   string `json:"draft_model"`
 	SpecFloorPct int    `json:"spec_floor_pct"`
 }
+
+// remote says whether any role is served by another machine.
+func (s Settings) remote() bool { return s.ChatURL != "" || s.EmbedURL != "" || s.RerankURL != "" }
 
 // draft is the chat model's draft model: loaded only while speculation is on.
 func (s Settings) draft() string {
@@ -188,12 +194,12 @@ func (s Settings) validate() error {
 			return fmt.Errorf("%s must be %d–%d, got %d", f.name, f.lo, f.hi, f.v)
 		}
 	}
-	for _, u := range []struct{ name, url string }{{"chat_url", s.ChatURL}, {"embed_url", s.EmbedURL}} {
+	for _, u := range []struct{ name, url string }{{"chat_url", s.ChatURL}, {"embed_url", s.EmbedURL}, {"rerank_url", s.RerankURL}} {
 		if u.url == "" {
 			continue
 		}
 		if p, err := url.Parse(u.url); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
-			return fmt.Errorf("%s must be http(s)://host[:port]/v1 without credentials (the key comes from LORE_API_KEY)", u.name)
+			return fmt.Errorf("%s must be http(s)://host[:port]/v1 without credentials (the key comes from LORE_API_KEY or `lore key set`)", u.name)
 		}
 	}
 	return nil

@@ -21,8 +21,12 @@ type Trace struct {
 	Route       string `json:"route"` // the model that answered
 	// RouteRole is main or fast: which of the chat models the router
 	// picked; RouteReason says why, in the words the UI shows.
-	RouteRole      string `json:"route_role,omitempty"`
-	RouteReason    string `json:"route_reason,omitempty"`
+	RouteRole   string `json:"route_role,omitempty"`
+	RouteReason string `json:"route_reason,omitempty"`
+	// RerankRoute is the reranker that ran when it is remote, or the local
+	// one that stood in for it: "LOCAL-ID (fallback from remote:URL#MODEL)";
+	// "" with a local reranker alone or none.
+	RerankRoute    string `json:"rerank_route,omitempty"`
 	FallbackLevel  int    `json:"fallback_level"`
 	FallbackReason string `json:"fallback_reason"`
 	PromptTokens   int    `json:"prompt_tokens"`

@@ -319,6 +319,25 @@ func TestRerank(t *testing.T) {
 	if scores[0] != scores[2] {
 		t.Errorf("identical pairs scored differently: %v", scores)
 	}
+	// The synthetic reranker is Qwen3-Reranker-shaped (last-token pooling,
+	// a yes/no head with softmax): scores are probabilities that depend on
+	// the pair, so other documents, or another query, score otherwise.
+	for _, s := range scores {
+		if !(s > 0 && s < 1) {
+			t.Errorf("score %v: want P(yes) in (0, 1)", s)
+		}
+	}
+	if scores[0] == scores[1] {
+		t.Errorf("different documents scored the same: %v", scores)
+	}
+	other, err := m.Rerank(context.Background(), "a question about energy reports", docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scores %v, with another query %v", scores, other)
+	if other[0] == scores[0] && other[1] == scores[1] {
+		t.Errorf("another query gave the same scores: %v", other)
+	}
 	chat, _ := models(t)
 	if _, err := open(t, chat).Rerank(context.Background(), "q", docs); !errors.Is(err, engine.ErrNotReranker) {
 		t.Errorf("chat model rerank: err = %v, want ErrNotReranker", err)

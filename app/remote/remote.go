@@ -1,11 +1,12 @@
 // Package remote talks to an OpenAI-compatible HTTP server (llama-server,
-// vLLM, Ollama, another Lore) for the chat and embedding roles, so that
-// generation can move to a bigger machine while the library, retrieval and
-// traces stay local. Chat implements app.Generator; Embedder implements
-// app.Embedder.
+// vLLM, Ollama, another Lore) for the chat, embedding and rerank roles,
+// so that generation can move to a bigger machine while the library,
+// retrieval and traces stay local. Chat implements app.Generator, Embedder
+// app.Embedder and Reranker app.Reranker.
 //
 // Nothing here reads the environment: the caller passes the API key (Lore
-// takes it from LORE_API_KEY), and no error or ID ever contains it.
+// takes it from LORE_API_KEY or the OS keyring), and no error or ID ever
+// contains it.
 package remote
 
 import (
@@ -596,6 +597,83 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 		out[d.Index] = normalize(d.Embedding)
 	}
 	return out, nil
+}
+
+// Reranker is a remote cross-encoder behind llama-server's rerank API
+// (POST /rerank under the base URL: {model, query, documents, top_n} →
+// {results: [{index, relevance_score}]}), which Lore's own server, vLLM
+// and Jina's and Cohere's APIs share.
+type Reranker struct{ client }
+
+// NewReranker checks the options; it does not contact the server. The
+// whole request is bounded by o.FirstToken.
+func NewReranker(o Options) (*Reranker, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	return &Reranker{client: client{o}}, nil
+}
+
+// ID names the server and model, never the key.
+func (r *Reranker) ID() string { return "remote:" + r.o.URL + "#" + r.o.Model }
+
+// URL is the API base the rerank role sends the query and passages to.
+func (r *Reranker) URL() string { return r.o.URL }
+
+// Close releases idle connections.
+func (r *Reranker) Close() error {
+	r.o.Client.CloseIdleConnections()
+	return nil
+}
+
+// Rerank returns one score per document, in the documents' order. Every
+// failure before a complete reply wraps ErrUnavailable: for rerank any
+// failure is a reason to fall back (to a local reranker, or none).
+func (r *Reranker) Rerank(ctx context.Context, query string, docs []string) ([]float32, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, r.o.FirstToken, errSlow)
+	defer cancel()
+	resp, _, err := r.post(ctx, "/rerank", map[string]any{"model": r.o.Model, "query": query, "documents": docs, "top_n": len(docs)})
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errSlow) {
+			return nil, fmt.Errorf("%w: no reply within %v: %w", ErrUnavailable, r.o.FirstToken, err)
+		}
+		return nil, unavailable(err)
+	}
+	defer resp.Body.Close()
+	var reply struct {
+		Results []struct {
+			Index int      `json:"index"`
+			Score *float64 `json:"relevance_score"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&reply); err != nil {
+		return nil, unavailable(fmt.Errorf("remote %s/rerank: %w", r.o.URL, err))
+	}
+	scores := make([]float32, len(docs))
+	seen := make([]bool, len(docs))
+	for _, res := range reply.Results {
+		if res.Index < 0 || res.Index >= len(docs) || seen[res.Index] || res.Score == nil {
+			return nil, unavailable(fmt.Errorf("remote %s/rerank: bad result (index %d)", r.o.URL, res.Index))
+		}
+		seen[res.Index] = true
+		scores[res.Index] = float32(*res.Score)
+	}
+	if len(reply.Results) != len(docs) {
+		return nil, unavailable(fmt.Errorf("remote %s/rerank: %d scores for %d documents", r.o.URL, len(reply.Results), len(docs)))
+	}
+	return scores, nil
+}
+
+// unavailable wraps err in ErrUnavailable unless it already is, or is the
+// caller's own cancellation.
+func unavailable(err error) error {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
 func baseModel(m string) string {

@@ -120,7 +120,9 @@ func newEnv(t *testing.T, cfg app.Config, opt server.Options) *env {
 	if cfg.ChatModel == "" {
 		cfg.ChatModel = chat
 	}
-	cfg.EmbedModel = embed
+	if cfg.EmbedModel == "" {
+		cfg.EmbedModel = embed
+	}
 	cfg.WorkerCmd = []string{os.Args[0], "parse-worker"}
 	a, err := app.New(ctx, cfg)
 	if err != nil {

@@ -24,6 +24,23 @@ import (
 	"lore/engine"
 )
 
+// Embeddings are not tested against Ollama: v0.24.0 cannot serve the
+// synthetic embedding model (checked again for issue 14, 2026-12). Its
+// own engine does not take a qwen2 embedding model ("model not yet
+// supported by Ollama engine, switching to compatibility mode … error=
+// model not supported", also with OLLAMA_NEW_ENGINE=1), and its
+// compatibility runner (runner/llamarunner) marks only a sequence's last
+// token as an output while its patched llama.cpp decodes with
+// output_all = false (llama-context.cpp), so mean pooling multiplies the
+// one output row by the n-token mean matrix: `ggml.c:3183:
+// GGML_ASSERT(ggml_can_mul_mat(a, b)) failed`, the runner aborts and
+// /v1/embeddings answers 400 "do embedding request: … EOF". (Lore's runner
+// marks every token as an output.) Ollama serves real embedding models
+// (BERT-family) with its own engine; a synthetic one of that family would
+// need a WordPiece tokenizer and another tensor layout. --embed-url is
+// tested against lore serve's /v1/embeddings instead
+// (TestRemoteEmbeddingsHeldToTheIndex, TestEmbeddingsEndpoint).
+
 // ollama is a real `ollama serve` on loopback with its own model folder,
 // serving the tiny synthetic chat model as "lore-tiny".
 type ollama struct {

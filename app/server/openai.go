@@ -1,9 +1,15 @@
 package server
 
 import (
+	"cmp"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,4 +149,137 @@ func openaiError(code int, msg string) map[string]any {
 		typ = "invalid_request_error"
 	}
 	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}}
+}
+
+// embeddingsRequest is OpenAI's POST /v1/embeddings body. input is a
+// string or a list of strings (token arrays are refused); encoding_format
+// float (the default here) or base64 (what OpenAI's own clients ask for:
+// little-endian float32s).
+type embeddingsRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat string          `json:"encoding_format,omitempty"`
+	// Accepted and ignored so that common clients work.
+	User       string `json:"user,omitempty"`
+	Dimensions *int   `json:"dimensions,omitempty"`
+}
+
+// embeddings answers with this Lore's embedding model, whatever model
+// the request names: the reply's "model" says which one ran, so a client
+// can refuse vectors from a model its index was not built with.
+func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
+	var req embeddingsRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		openaiFail(w, fmt.Errorf("%w: %w", errBadRequest, err))
+		return
+	}
+	texts, err := stringList(req.Input)
+	if err != nil {
+		openaiFail(w, fmt.Errorf("%w: input: %w", errBadRequest, err))
+		return
+	}
+	if req.Dimensions != nil {
+		openaiFail(w, fmt.Errorf("%w: dimensions is not supported: the model's own size is used", errBadRequest))
+		return
+	}
+	b64 := false
+	switch req.EncodingFormat {
+	case "", "float":
+	case "base64":
+		b64 = true
+	default:
+		openaiFail(w, fmt.Errorf("%w: encoding_format must be float or base64", errBadRequest))
+		return
+	}
+	name, vecs, err := s.app.EmbedTexts(r.Context(), texts)
+	if err != nil {
+		openaiFail(w, err)
+		return
+	}
+	data := make([]map[string]any, len(vecs))
+	for i, v := range vecs {
+		var emb any = v
+		if b64 {
+			buf := make([]byte, 4*len(v))
+			for j, x := range v {
+				binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(x))
+			}
+			emb = base64.StdEncoding.EncodeToString(buf)
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": emb}
+	}
+	// No usage: Lore does not count the embedding model's tokens, and a 0
+	// would claim it did.
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "model": name, "data": data})
+}
+
+// rerankRequest is llama-server's POST /v1/rerank body (also Jina's and
+// Cohere's shape): documents are strings or {"text": …} objects.
+type rerankRequest struct {
+	Model           string            `json:"model"`
+	Query           string            `json:"query"`
+	Documents       []json.RawMessage `json:"documents"`
+	TopN            *int              `json:"top_n,omitempty"`
+	ReturnDocuments bool              `json:"return_documents,omitempty"`
+}
+
+// rerank scores the documents with this Lore's rerank model and answers
+// as llama-server does: results sorted by relevance_score, best first,
+// cut to top_n, each naming its document's index.
+func (s *Server) rerank(w http.ResponseWriter, r *http.Request) {
+	var req rerankRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		openaiFail(w, fmt.Errorf("%w: %w", errBadRequest, err))
+		return
+	}
+	docs := make([]string, len(req.Documents))
+	for i, d := range req.Documents {
+		var obj struct {
+			Text *string `json:"text"`
+		}
+		if json.Unmarshal(d, &docs[i]) != nil && (json.Unmarshal(d, &obj) != nil || obj.Text == nil) {
+			openaiFail(w, fmt.Errorf("%w: documents[%d] must be a string or {\"text\": string}", errBadRequest, i))
+			return
+		} else if obj.Text != nil {
+			docs[i] = *obj.Text
+		}
+	}
+	if req.TopN != nil && *req.TopN < 0 {
+		openaiFail(w, fmt.Errorf("%w: top_n must not be negative", errBadRequest))
+		return
+	}
+	name, scores, err := s.app.RerankTexts(r.Context(), req.Query, docs)
+	if err != nil {
+		openaiFail(w, err)
+		return
+	}
+	order := make([]int, len(scores))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(scores[b], scores[a]) })
+	if req.TopN != nil && *req.TopN > 0 && *req.TopN < len(order) {
+		order = order[:*req.TopN]
+	}
+	results := make([]map[string]any, len(order))
+	for i, j := range order {
+		results[i] = map[string]any{"index": j, "relevance_score": scores[j]}
+		if req.ReturnDocuments {
+			results[i]["document"] = map[string]string{"text": docs[j]}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "model": name, "results": results})
+}
+
+// stringList reads a JSON string or list of strings.
+func stringList(raw json.RawMessage) ([]string, error) {
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, errors.New("want a string or a list of strings (token arrays are not accepted)")
+	}
+	return many, nil
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -228,41 +226,28 @@ func TestAskThroughRemoteLore(t *testing.T) {
 	})
 }
 
-// TestRemoteEmbeddingsHeldToTheIndex: an app embedding through a remote
-// server stores its vectors under the remote model's id; reopened against
-// a server whose vectors have another dimension, it refuses them (the
-// question falls back to BM25, saying why) instead of mixing them in.
+// TestRemoteEmbeddingsHeldToTheIndex: an app embedding through another
+// Lore's /v1/embeddings on loopback stores its vectors under the remote
+// model's id; reopened against a server whose model has the same name but
+// another dimension, or asking for another model than the server runs, it
+// refuses the vectors (the question falls back to BM25, saying why)
+// instead of mixing them in. All three servers are real: lore serve with
+// the 64-d embed.gguf, with a 128-d embed.gguf, and the first again.
 func TestRemoteEmbeddingsHeldToTheIndex(t *testing.T) {
 	_, _, lib := fixtures(t)
-	serve := func(dim int) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var req struct {
-				Input []string `json:"input"`
-			}
-			json.NewDecoder(r.Body).Decode(&req)
-			var data []map[string]any
-			for i, s := range req.Input {
-				v := make([]float32, dim)
-				for j := range v {
-					v[j] = float32((len(s)+j*7)%11) + 1
-				}
-				data = append(data, map[string]any{"index": i, "embedding": v})
-			}
-			json.NewEncoder(w).Encode(map[string]any{"model": "emb", "data": data})
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL + "/v1"
-	}
+	_, wide := moreModels(t)
+	narrow := newEnv(t, app.Config{}, server.Options{})
+	wider := newEnv(t, app.Config{EmbedModel: wide}, server.Options{})
 	data := t.TempDir()
-	open := func(url string) *app.App {
-		a, err := app.New(context.Background(), app.Config{DataDir: data, EmbedURL: url, EmbedURLModel: "emb",
+	open := func(e *env, model string) *app.App {
+		a, err := app.New(context.Background(), app.Config{DataDir: data, EmbedURL: e.base + "/v1", EmbedURLModel: model, APIKey: e.openai,
 			WorkerCmd: []string{os.Args[0], "parse-worker"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return a
 	}
-	a := open(serve(4))
+	a := open(narrow, "embed")
 	if sys := a.System(); sys.Local || len(sys.Remote) != 1 || sys.Remote[0].Role != "embedding" {
 		t.Errorf("System local %v, remote %+v: want the embedding role reported", sys.Local, sys.Remote)
 	}
@@ -275,12 +260,35 @@ func TestRemoteEmbeddingsHeldToTheIndex(t *testing.T) {
 	}
 	a.Close()
 
-	a = open(serve(8))
-	defer a.Close()
-	_, tr = mustAskApp(t, a, "river market")
-	t.Logf("retrieval %s, reason %q", tr.RetrievalMode, tr.FallbackReason)
-	if tr.RetrievalMode != "bm25" || !strings.Contains(tr.FallbackReason, "8-dimensional vectors, the index holds 4") {
-		t.Errorf("retrieval %q, reason %q: want the 8-d vectors refused", tr.RetrievalMode, tr.FallbackReason)
+	for _, c := range []struct {
+		name   string
+		server *env
+		model  string
+		reason string
+	}{
+		{"same name, another dimension", wider, "embed", "128-dimensional vectors, the index holds 64"},
+		{"another model than the server runs", narrow, "other-model", `server embedded with "embed", the index uses "other-model"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := open(c.server, c.model)
+			defer a.Close()
+			// Indexing embeds the passages again for a new model id: the
+			// server's reply is refused there too, nothing stored.
+			sum, err := a.Index(context.Background(), "default", []string{lib}, nil)
+			t.Logf("index: embedded %d, errors %+v, err %v", sum.Embedded, sum.Errors, err)
+			if sum.Embedded != 0 {
+				t.Errorf("%d passages embedded with the refused vectors", sum.Embedded)
+			}
+			_, tr := mustAskApp(t, a, "river market")
+			t.Logf("retrieval %s, reason %q", tr.RetrievalMode, tr.FallbackReason)
+			said := tr.FallbackReason
+			if err != nil {
+				said += "; " + err.Error()
+			}
+			if tr.RetrievalMode != "bm25" || !strings.Contains(said, c.reason) || !errors.Is(err, remote.ErrMismatch) && err != nil {
+				t.Errorf("retrieval %q, said %q: want the vectors refused: %s", tr.RetrievalMode, said, c.reason)
+			}
+		})
 	}
 }
 

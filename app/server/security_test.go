@@ -108,6 +108,12 @@ func TestSecurity(t *testing.T) {
 		{name: "settings: top_k 0", method: "PUT", path: "/api/settings", body: `{"top_k":0}`, want: 400},
 		{name: "settings: threads -1", method: "PUT", path: "/api/settings", body: `{"threads":-1}`, want: 400},
 		{name: "settings: model outside the machine's", method: "PUT", path: "/api/settings", body: `{"chat_model":"/etc/passwd"}`, want: 400},
+		// Remote URLs: http(s) with a host, never credentials (the key is not a setting).
+		{name: "settings: chat_url with credentials", method: "PUT", path: "/api/settings", body: `{"chat_url":"http://u:secret@gpu:8080/v1"}`, want: 400},
+		{name: "settings: embed_url not http", method: "PUT", path: "/api/settings", body: `{"embed_url":"file:///etc/passwd"}`, want: 400},
+		{name: "settings: rerank_url with credentials", method: "PUT", path: "/api/settings", body: `{"rerank_url":"https://key@gpu/v1"}`, want: 400},
+		{name: "settings: rerank_url without host", method: "PUT", path: "/api/settings", body: `{"rerank_url":"http:///v1"}`, want: 400},
+		{name: "settings: rerank_url not a URL", method: "PUT", path: "/api/settings", body: `{"rerank_url":"gpu box"}`, want: 400},
 
 		{name: "body over 1 MiB: ask", method: "POST", path: "/api/ask", body: big, want: 413},
 		{name: "body over 1 MiB: settings", method: "PUT", path: "/api/settings", body: `{"chat_model": "` + strings.Repeat("m", server.MaxBody) + `"}`, want: 413},
@@ -119,7 +125,21 @@ func TestSecurity(t *testing.T) {
 		{name: "cancel unknown request", method: "POST", path: "/api/ask/nosuch/cancel", want: 404},
 		{name: "unknown api path", method: "GET", path: "/api/nosuch", want: 404},
 		{name: "wrong method on api path", method: "GET", path: "/api/ask", want: 404},
-		{name: "unknown v1 path", method: "GET", path: "/v1/embeddings", want: 404},
+		{name: "unknown v1 path", method: "GET", path: "/v1/nosuch", want: 404},
+
+		// Embeddings and rerank: the same checks as every route.
+		{name: "v1 key: embeddings", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`, auth: v1, want: 200},
+		{name: "embeddings need a token", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`, auth: "-", want: 401, oa: true},
+		{name: "embeddings, wrong token", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`, auth: "Bearer wrong", want: 401, oa: true},
+		{name: "foreign host on embeddings", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`, host: "evil.com:" + port, want: 403},
+		{name: "same-site embeddings", method: "POST", path: "/v1/embeddings", body: `{"input":"river"}`,
+			headers: map[string]string{"Sec-Fetch-Site": "same-site"}, want: 403},
+		{name: "foreign origin on rerank", method: "POST", path: "/v1/rerank", body: `{"query":"q","documents":["a"]}`,
+			headers: map[string]string{"Origin": "http://evil.com"}, want: 403},
+		{name: "rerank needs a token", method: "POST", path: "/v1/rerank", body: `{"query":"q","documents":["a"]}`, auth: "-", want: 401, oa: true},
+		{name: "v1 key: rerank, no rerank model", method: "POST", path: "/v1/rerank", body: `{"query":"q","documents":["a"]}`, auth: v1, want: 404, oa: true},
+		{name: "body over 1 MiB: embeddings", method: "POST", path: "/v1/embeddings",
+			body: `{"input":"` + strings.Repeat("a", server.MaxBody) + `"}`, want: 413, oa: true},
 	}
 	chatsBefore := countChats(t, e)
 	for _, c := range cases {

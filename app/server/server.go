@@ -61,9 +61,11 @@ type Options struct {
 	UI      fs.FS
 	Metrics http.Handler // /metrics; nil: 404
 	// OpenAIToken, when set, is a second token that grants the
-	// OpenAI-compatible endpoints (POST /v1/chat/completions, GET
-	// /v1/models) and nothing else, for clients that cannot be trusted
-	// with the library (see LoadOpenAIToken).
+	// OpenAI-compatible endpoints (POST /v1/chat/completions,
+	// /v1/embeddings, /v1/rerank, GET /v1/models) and nothing else, for
+	// clients that cannot be trusted with the library (see
+	// LoadOpenAIToken). Embeddings and rerank run the local models on the
+	// caller's text; they read nothing from the library.
 	OpenAIToken string
 	// ReadTimeout bounds reading one request, headers and body (default
 	// DefaultReadTimeout); a client that sends slower is cut off. Streamed
@@ -264,6 +266,8 @@ func (s *Server) Handler() http.Handler {
 	api("PUT /api/settings", s.putSettings)
 	v1("POST /v1/chat/completions", s.completions)
 	v1("GET /v1/models", s.openaiModels)
+	v1("POST /v1/embeddings", s.embeddings)
+	v1("POST /v1/rerank", s.rerank)
 	if s.metrics != nil {
 		mux.Handle("GET /metrics", s.auth(scopeAll, s.metrics.ServeHTTP))
 	}
@@ -328,7 +332,7 @@ func (s *Server) auth(sc scope, h http.HandlerFunc) http.Handler {
 		case tokenIs(got, s.token):
 		case tokenIs(got, s.openai) && sc == scopeOpenAI:
 		case tokenIs(got, s.openai):
-			deny(http.StatusForbidden, "this key grants the OpenAI-compatible API only (POST /v1/chat/completions, GET /v1/models)")
+			deny(http.StatusForbidden, "this key grants the OpenAI-compatible API only (POST /v1/chat/completions, /v1/embeddings, /v1/rerank, GET /v1/models)")
 			return
 		default:
 			deny(http.StatusUnauthorized, "missing or wrong token: open the URL that `lore serve` printed, or use the API key it printed for /v1")

@@ -71,7 +71,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	only := fs.String("only", "cold,typed,followup,stitched,restart", "scenarios to run, comma-separated")
 	repair := fs.Int("repair", app.DefaultPassageRepair, "tokens of each stitched passage read again")
 	fidelity := fs.Bool("fidelity", false, "compare stitched prompts with full reading (k = 0, 4, 16, 32, all)")
-	chatURL := fs.String("chat-url", "", "OpenAI-compatible server `URL` that answers (the local model stays as its fallback); key: $LORE_API_KEY")
+	chatURL := fs.String("chat-url", "", "OpenAI-compatible server `URL` that answers (the local model stays as its fallback); key: $LORE_API_KEY or `lore key set`")
 	chatURLModel := fs.String("chat-url-model", "", "model `name` to ask the --chat-url server for")
 	route := fs.Bool("route", false, "also measure TTFT per route: each question asked of the main and of the fast chat model")
 	fastModel := fs.String("fast-model", "", "fast chat model GGUF `file` for --route (default: a synthetic one of --fast-shape)")
@@ -107,7 +107,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	defer os.RemoveAll(data)
 	open := func() (*app.App, error) {
 		a, err := app.New(ctx, app.Config{DataDir: data, ChatModel: chat, FastChatModel: fast, EmbedModel: embed, Warm: true,
-			ChatURL: *chatURL, ChatURLModel: *chatURLModel, APIKey: os.Getenv("LORE_API_KEY")})
+			ChatURL: *chatURL, ChatURLModel: *chatURLModel, APIKey: os.Getenv(app.APIKeyEnv), Keyring: true})
 		if err != nil {
 			return nil, err
 		}

@@ -22,6 +22,7 @@ type appFlags struct {
 	embedModel, rerankModel string
 	chatURL, chatURLModel   string
 	embedURL, embedURLModel string
+	rerankURL, rerankModelN string
 	json                    bool
 	watch                   bool // keep workspaces current (long-running commands)
 	warm                    bool // start the models at once (commands that answer)
@@ -36,10 +37,12 @@ func (f *appFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.speculate, "speculate", 0, "speculative decoding for this run: up to `K` drafted tokens a step, by the --draft-model or else prompt lookup (Settings: speculate, spec_floor_pct)")
 	fs.StringVar(&f.embedModel, "embed-model", "", "embedding model GGUF `file` for this run")
 	fs.StringVar(&f.rerankModel, "rerank-model", "", "rerank model GGUF `file` for this run")
-	fs.StringVar(&f.chatURL, "chat-url", "", "OpenAI-compatible server `URL` (http://host:port/v1) that answers instead of the local chat model, which stays as its fallback; questions and passages leave this machine. Key: $LORE_API_KEY")
+	fs.StringVar(&f.chatURL, "chat-url", "", "OpenAI-compatible server `URL` (http://host:port/v1) that answers instead of the local chat model, which stays as its fallback; questions and passages leave this machine. Key: $LORE_API_KEY or `lore key set`")
 	fs.StringVar(&f.chatURLModel, "chat-url-model", "", "model `name` to ask the --chat-url server for")
-	fs.StringVar(&f.embedURL, "embed-url", "", "OpenAI-compatible server `URL` that embeds instead of the local embedding model; the library's text leaves this machine. Key: $LORE_API_KEY")
+	fs.StringVar(&f.embedURL, "embed-url", "", "OpenAI-compatible server `URL` that embeds instead of the local embedding model; the library's text leaves this machine. Key: $LORE_API_KEY or `lore key set`")
 	fs.StringVar(&f.embedURLModel, "embed-url-model", "", "model `name` to ask the --embed-url server for")
+	fs.StringVar(&f.rerankURL, "rerank-url", "", "server `URL` with llama-server's /v1/rerank that reranks instead of the local rerank model, which stays as its fallback; questions and retrieved passages leave this machine. Key: $LORE_API_KEY or `lore key set`")
+	fs.StringVar(&f.rerankModelN, "rerank-url-model", "", "model `name` to ask the --rerank-url server for")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 }
 
@@ -48,7 +51,7 @@ func (f *appFlags) open(ctx context.Context, tel *telemetry.Telemetry) (*app.App
 	cfg := app.Config{DataDir: f.data, ChatModel: f.model, FastChatModel: f.fastModel,
 		DraftModel: f.draftModel, Speculate: f.speculate, EmbedModel: f.embedModel, RerankModel: f.rerankModel, Watch: f.watch, Warm: f.warm,
 		ChatURL: f.chatURL, ChatURLModel: f.chatURLModel, EmbedURL: f.embedURL, EmbedURLModel: f.embedURLModel,
-		APIKey: os.Getenv("LORE_API_KEY")}
+		RerankURL: f.rerankURL, RerankURLModel: f.rerankModelN, APIKey: os.Getenv(app.APIKeyEnv), Keyring: true}
 	if tel != nil {
 		cfg.Tracer, cfg.OnTrace = tel.Tracer, tel.OnTrace
 	}

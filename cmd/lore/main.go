@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"serve":       {"serve the HTTP API and web UI on loopback", serveCmd},
 	"eval":        {"quality: eval retrieval --queries FILE.jsonl", evalCmd},
 	"models":      {"model files found, the ones in use and their runner build: models [--json]", modelsCmd},
+	"key":         {"the remote backends' API key in the OS keyring: key set|delete|status", keyCmd},
 	"cpu":         {"CPU features and the model runner build in use: cpu [--json|--best]", cpuCmd},
 }
 

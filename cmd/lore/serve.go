@@ -47,7 +47,7 @@ func serveCmd(ctx context.Context, args []string) error {
 	}
 	s := server.New(a, token, ln, server.Options{UI: ui, Metrics: tel.Metrics, OpenAIToken: openai})
 	fmt.Println(s.URL(ln)) // first line: the URL to open, with the token
-	fmt.Fprintf(os.Stderr, "OpenAI-compatible API (ask and models only): base URL %s, API key %s (kept in %s)\n",
+	fmt.Fprintf(os.Stderr, "OpenAI-compatible API (chat, embeddings, rerank and models only): base URL %s, API key %s (kept in %s)\n",
 		s.OpenAIBase(ln), openai, filepath.Join(a.DataDir(), server.OpenAITokenFile))
 	fmt.Fprintf(os.Stderr, "data in %s; Ctrl-C stops\n", a.DataDir())
 	return s.Serve(ctx, ln)

@@ -22,14 +22,21 @@ type Options struct {
 	// Such files use the qwen2 architecture, which has llama's tensors:
 	// llama.cpp ignores pooling_type for the llama architecture.
 	Embedding bool
-	// Reranker makes a rank-pooled model (<arch>.pooling_type=4), qwen2 like
-	// Embedding. With no classification head llama.cpp scores a pair by the
-	// first hidden value of its first token: meaningless, but the real
-	// rerank path end to end.
+	// Reranker makes a rank-pooled model (<arch>.pooling_type=4) shaped
+	// like Qwen3-Reranker: the qwen3 architecture (llama's tensors plus
+	// per-head Q/K norms), two classifier labels ("yes", "no") and a
+	// cls.output head, so llama.cpp pools the pair's last token and scores
+	// it as softmax(yes, no)[yes]. The score then depends on the query and
+	// the document (random, but a pure function of the pair), where a
+	// qwen2 file scored every pair by its first token, the same for all.
 	Reranker   bool
 	Seed       int64 // weights are a pure function of the seed
 	Vocab      int   // tokens in the vocabulary; 0 means the shape's default
 	NoTemplate bool  // omit tokenizer.chat_template
+	// Width overrides the shape's hidden size (0 keeps it; else a multiple
+	// of 32 and of twice the head count): an embedding model of another
+	// dimension, for tests of mixed-model refusal.
+	Width int
 }
 
 type shape struct {
@@ -85,6 +92,12 @@ func build(opt Options) (*gguf.Writer, error) {
 	if !ok {
 		return nil, fmt.Errorf("synth: unknown shape %q (have %v)", opt.Shape, Shapes())
 	}
+	if w := opt.Width; w != 0 {
+		if w < 0 || w%32 != 0 || w%(2*sh.heads) != 0 || w > 8192 {
+			return nil, fmt.Errorf("synth: width %d: want a multiple of 32 and of %d, at most 8192", w, 2*sh.heads)
+		}
+		sh.embd = w
+	}
 	nv := sh.vocab
 	if opt.Vocab != 0 {
 		nv = opt.Vocab
@@ -96,9 +109,15 @@ func build(opt Options) (*gguf.Writer, error) {
 
 	// llama.cpp reads <arch>.pooling_type only for embedding-capable
 	// architectures; qwen2 is one and takes exactly llama's tensors.
+	// Rerankers are qwen3: llama.cpp pools its last token for rank
+	// pooling (a qwen2 reranker pools the first, which attends to nothing
+	// else) and applies the softmax of Qwen3-Reranker's yes/no head.
 	arch := "llama"
-	if opt.Embedding || opt.Reranker {
+	switch {
+	case opt.Embedding:
 		arch = "qwen2"
+	case opt.Reranker:
+		arch = "qwen3"
 	}
 	headDim := sh.embd / sh.heads
 	kvDim := headDim * sh.kvHeads
@@ -137,6 +156,7 @@ func build(opt Options) (*gguf.Writer, error) {
 		add(a+"pooling_type", uint32(gguf.PoolingMean))
 	case opt.Reranker:
 		add(a+"pooling_type", uint32(gguf.PoolingRank))
+		add(a+"classifier.output_labels", []string{"yes", "no"})
 	}
 	add("tokenizer.ggml.model", "llama")
 	add("tokenizer.ggml.tokens", voc.tokens)
@@ -184,6 +204,10 @@ func build(opt Options) (*gguf.Writer, error) {
 		q4(p+"attn_k.weight", kvDim, sh.embd)
 		q4(p+"attn_v.weight", kvDim, sh.embd)
 		q4(p+"attn_output.weight", sh.embd, sh.embd)
+		if arch == "qwen3" {
+			ones(p+"attn_q_norm.weight", headDim)
+			ones(p+"attn_k_norm.weight", headDim)
+		}
 		ones(p+"ffn_norm.weight", sh.embd)
 		q4(p+"ffn_gate.weight", sh.ff, sh.embd)
 		q4(p+"ffn_up.weight", sh.ff, sh.embd)
@@ -200,6 +224,11 @@ func build(opt Options) (*gguf.Writer, error) {
 		silent = voc.nonText()
 	}
 	q4("output.weight", nv, sh.embd, silent...)
+	if opt.Reranker {
+		// Qwen3-Reranker's head: the "yes" and "no" rows of its output
+		// matrix (here random), 2 outputs of the pooled last token.
+		q4("cls.output.weight", 2, sh.embd)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("synth: %w", err)
 	}

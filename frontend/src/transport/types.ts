@@ -100,6 +100,8 @@ export interface Trace {
   /** main or fast: the chat model the router picked; route_reason says why. */
   route_role?: 'main' | 'fast' | string;
   route_reason?: string;
+  /** The reranker that ran when rerank is remote: "remote:URL#MODEL", or "LOCAL-ID (fallback from remote:…)" / "none (fallback from remote:…)" when the remote failed (fallback_reason says why). Absent with a local reranker alone. */
+  rerank_route?: string;
   /** Speculative decoding: how drafts were made ("draft model", "prompt lookup"), how many were kept, the route's recent acceptance (0–1, absent until measured) and whether it ran. */
   spec_mode?: string;
   drafted?: number;

@@ -118,6 +118,7 @@ export function renderDetails(t: Trace): HTMLElement {
     ...item('Passage KV', stitchText(t), 'detail-stitch'),
     ...item('Fallback', fb, 'detail-fallback'),
     ...item('Route', routeText(t), 'detail-route'),
+    ...item('Rerank', rerankText(t), 'detail-rerank'),
     ...item('Speculation', specText(t), 'detail-spec'),
     ...item('Version', t.version_id || '—', 'detail-version'),
     ...item('Context chunks', fmtInt(t.context_chunks), 'detail-chunks'),
@@ -131,6 +132,12 @@ export function routeText(t: Trace): string {
   if (!t.route) return '—';
   if (!t.route_role) return t.route;
   return `${t.route} (${t.route_role} model${t.route_reason ? `: ${t.route_reason}` : ''})`;
+}
+
+/** Which reranker ran: a remote one, the local one standing in for a failed remote, or none (README, "Fallback levels"). */
+export function rerankText(t: Trace): string {
+  if (t.rerank_route) return t.rerank_route;
+  return t.stages?.rerank_ms != null ? 'local' : 'not run';
 }
 
 /** Whether speculative decoding ran, how, and how much of it was kept. */

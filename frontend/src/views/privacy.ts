@@ -1,5 +1,5 @@
-// Where questions and passages go: "On this machine" by default; a remote chat or embedding server
-// (Settings / --chat-url, --embed-url) is named plainly, in the header, on every view.
+// Where questions and passages go: "On this machine" by default; a remote chat, embedding or rerank server
+// (Settings / --chat-url, --embed-url, --rerank-url) is named plainly, in the header, on every view.
 
 import { h } from '../dom';
 import type { SystemInfo } from '../transport/types';
