@@ -111,6 +111,7 @@ type App struct {
 
 	mu       sync.Mutex // guards everything below
 	settings Settings
+	stored   Settings           // what the data folder holds: settings without this run's flags
 	cur      *models            // the models questions start with now
 	retired  []*models          // replaced sets still held by a question, oldest first
 	prefill  map[string]float64 // measured prefill tokens/s (EWMA) per chat model, for budgets, routes and ETAs
@@ -181,22 +182,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		db.Close()
 		return nil, err
 	}
-	for _, o := range []struct {
-		dst *string
-		v   string
-	}{
-		{&a.settings.ChatModel, cfg.ChatModel}, {&a.settings.EmbedModel, cfg.EmbedModel}, {&a.settings.RerankModel, cfg.RerankModel},
-		{&a.settings.FastChatModel, cfg.FastChatModel}, {&a.settings.DraftModel, cfg.DraftModel},
-		{&a.settings.ChatURL, cfg.ChatURL}, {&a.settings.ChatURLModel, cfg.ChatURLModel},
-		{&a.settings.EmbedURL, cfg.EmbedURL}, {&a.settings.EmbedURLModel, cfg.EmbedURLModel},
-		{&a.settings.RerankURL, cfg.RerankURL}, {&a.settings.RerankURLModel, cfg.RerankURLModel}} {
-		if o.v != "" {
-			*o.dst = o.v
-		}
-	}
-	if cfg.Speculate > 0 {
-		a.settings.Speculate = cfg.Speculate
-	}
+	a.stored = a.settings
+	cfg.runOnly(&a.settings, nil)
 	if err := a.settings.validate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)

@@ -858,3 +858,54 @@ func TestDataFolderPrivate(t *testing.T) {
 		})
 	}
 }
+
+func TestRunFlagsNotSaved(t *testing.T) {
+	// The command line's choices hold for one run: saving settings (the UI
+	// sends every field back) keeps the stored values under them, unless
+	// the user changed a field to something else.
+	data := t.TempDir()
+	open := func(cfg app.Config) *app.App {
+		t.Helper()
+		cfg.DataDir = data
+		a, err := app.New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	const flagURL, userURL = "http://127.0.0.1:9/v1", "http://127.0.0.1:8/v1"
+	a := open(app.Config{ChatURL: flagURL, ChatURLModel: "m", Speculate: 3})
+	s := a.Settings()
+	if s.ChatURL != flagURL || s.Speculate != 3 {
+		t.Fatalf("this run's settings %q speculate %d: the flags do not apply", s.ChatURL, s.Speculate)
+	}
+	s.TopK = 7
+	if err := a.SaveSettings(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Settings(); got.ChatURL != flagURL || got.TopK != 7 {
+		t.Errorf("after saving: %q top_k %d, want the flag's URL and 7 for this run", got.ChatURL, got.TopK)
+	}
+	a.Close()
+
+	a = open(app.Config{})
+	s = a.Settings()
+	if s.ChatURL != "" || s.ChatURLModel != "" || s.Speculate != 0 || s.TopK != 7 {
+		t.Errorf("next run without flags: chat_url %q model %q speculate %d top_k %d; want the flags gone, top_k kept",
+			s.ChatURL, s.ChatURLModel, s.Speculate, s.TopK)
+	}
+	a.Close()
+
+	a = open(app.Config{ChatURL: flagURL, ChatURLModel: "m"})
+	s = a.Settings()
+	s.ChatURL, s.ChatURLModel = userURL, "n" // the user's own choice over the flag's is saved
+	if err := a.SaveSettings(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	a = open(app.Config{})
+	defer a.Close()
+	if s := a.Settings(); s.ChatURL != userURL || s.ChatURLModel != "n" {
+		t.Errorf("chat_url %q model %q, want the user's %q and n", s.ChatURL, s.ChatURLModel, userURL)
+	}
+}

@@ -123,13 +123,57 @@ func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 			return err
 		}
 	}
-	if err := a.db.PutSetting(ctx, settingsKey, s); err != nil {
+	a.mu.Lock()
+	stored := a.stored
+	a.mu.Unlock()
+	keep := s
+	a.cfg.runOnly(&keep, &stored)
+	if err := a.db.PutSetting(ctx, settingsKey, keep); err != nil {
 		return err
 	}
 	a.mu.Lock()
-	a.settings = s
+	a.settings, a.stored = s, keep
 	a.mu.Unlock()
 	return nil
+}
+
+// runOnly applies this run's choices (the command line's models, remote
+// URLs, speculation) to s. With stored, it undoes them instead: a field
+// still at this run's value gets back the stored one, so that saving
+// settings, which sends every field back, does not make a one-run flag
+// permanent (a --chat-url would keep questions leaving the machine).
+func (c Config) runOnly(s, stored *Settings) {
+	pick := func(dst *string, run, was string) {
+		switch {
+		case run == "":
+		case stored == nil:
+			*dst = run
+		case *dst == run:
+			*dst = was
+		}
+	}
+	var w Settings
+	if stored != nil {
+		w = *stored
+	}
+	pick(&s.ChatModel, c.ChatModel, w.ChatModel)
+	pick(&s.EmbedModel, c.EmbedModel, w.EmbedModel)
+	pick(&s.RerankModel, c.RerankModel, w.RerankModel)
+	pick(&s.FastChatModel, c.FastChatModel, w.FastChatModel)
+	pick(&s.DraftModel, c.DraftModel, w.DraftModel)
+	pick(&s.ChatURL, c.ChatURL, w.ChatURL)
+	pick(&s.ChatURLModel, c.ChatURLModel, w.ChatURLModel)
+	pick(&s.EmbedURL, c.EmbedURL, w.EmbedURL)
+	pick(&s.EmbedURLModel, c.EmbedURLModel, w.EmbedURLModel)
+	pick(&s.RerankURL, c.RerankURL, w.RerankURL)
+	pick(&s.RerankURLModel, c.RerankURLModel, w.RerankURLModel)
+	switch {
+	case c.Speculate <= 0:
+	case stored == nil:
+		s.Speculate = c.Speculate
+	case s.Speculate == c.Speculate:
+		s.Speculate = w.Speculate
+	}
 }
 
 // contextBudget is the token budget for passages.
