@@ -133,12 +133,20 @@ func waitTraceOf(t *testing.T, e *env, q string) *app.Trace {
 // indexes the same library.
 func remoteApp(t *testing.T, chatURL, key string, local bool) *app.App {
 	t.Helper()
-	chat, embed, lib := fixtures(t)
-	cfg := app.Config{DataDir: t.TempDir(), EmbedModel: embed, ChatURL: chatURL, ChatURLModel: "lore", APIKey: key,
-		WorkerCmd: []string{os.Args[0], "parse-worker"}}
+	chat, embed, _ := fixtures(t)
+	cfg := app.Config{EmbedModel: embed, ChatURL: chatURL, ChatURLModel: "lore", APIKey: key}
 	if local {
 		cfg.ChatModel = chat
 	}
+	return indexedApp(t, cfg, func(s *app.Settings) { s.Threads, s.MaxTokens = 1, 16 })
+}
+
+// indexedApp opens an app of cfg in a fresh data folder, applies tune to
+// its settings and indexes the fixtures' library.
+func indexedApp(t *testing.T, cfg app.Config, tune func(*app.Settings)) *app.App {
+	t.Helper()
+	_, _, lib := fixtures(t)
+	cfg.DataDir, cfg.WorkerCmd = t.TempDir(), []string{os.Args[0], "parse-worker"}
 	ctx := context.Background()
 	a, err := app.New(ctx, cfg)
 	if err != nil {
@@ -146,7 +154,7 @@ func remoteApp(t *testing.T, chatURL, key string, local bool) *app.App {
 	}
 	t.Cleanup(func() { a.Close() })
 	s := a.Settings()
-	s.Threads, s.MaxTokens = 1, 16
+	tune(&s)
 	if err := a.SaveSettings(ctx, s); err != nil {
 		t.Fatal(err)
 	}

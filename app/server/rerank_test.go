@@ -227,31 +227,18 @@ func askSources(t *testing.T, a *app.App, q string) ([]app.Source, *app.Trace) {
 // reranker at rerankURL if set and the local one if local is set.
 func rerankApp(t *testing.T, rerankURL, key string, local bool) *app.App {
 	t.Helper()
-	chat, embed, lib := fixtures(t)
+	chat, embed, _ := fixtures(t)
 	rr, _ := moreModels(t)
-	cfg := app.Config{DataDir: t.TempDir(), ChatModel: chat, EmbedModel: embed, RerankURL: rerankURL, RerankURLModel: "rerank", APIKey: key,
-		WorkerCmd: []string{os.Args[0], "parse-worker"}}
+	cfg := app.Config{ChatModel: chat, EmbedModel: embed, RerankURL: rerankURL, RerankURLModel: "rerank", APIKey: key}
 	if local {
 		cfg.RerankModel = rr
 	}
-	ctx := context.Background()
-	a, err := app.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	s := a.Settings()
 	// No rerank budget: rerank always runs. A fixed passage budget: the
 	// automatic one follows the measured prefill speed, which a loaded
 	// machine changes from one app to the next.
-	s.Threads, s.MaxTokens, s.RerankBudgetMs, s.ContextTokens = 1, 4, 0, 2048
-	if err := a.SaveSettings(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Index(ctx, "default", []string{lib}, nil); err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return indexedApp(t, cfg, func(s *app.Settings) {
+		s.Threads, s.MaxTokens, s.RerankBudgetMs, s.ContextTokens = 1, 4, 0, 2048
+	})
 }
 
 // reranked checks that srcs were reranked by the reference scores ref
