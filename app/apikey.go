@@ -53,20 +53,17 @@ func LookupAPIKey() (key, source string, err error) {
 	case err != nil:
 		return "", "", fmt.Errorf("%w: %v", ErrNoKeyring, err)
 	}
+	if k, err = cleanAPIKey(k); err != nil {
+		return "", "", fmt.Errorf("the key in the OS keyring: %w (store it again with lore key set)", err)
+	}
 	return k, KeyFromKeyring, nil
 }
 
 // StoreAPIKey saves key in the OS keyring, replacing any stored one.
 func StoreAPIKey(key string) error {
-	key = strings.TrimSpace(key)
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty API key", ErrInvalid)
-	case len(key) > MaxAPIKey:
-		return fmt.Errorf("%w: API key longer than %d bytes", ErrInvalid, MaxAPIKey)
-	case strings.ContainsFunc(key, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		// It goes into an HTTP header.
-		return fmt.Errorf("%w: API key holds control characters", ErrInvalid)
+	key, err := cleanAPIKey(key)
+	if err != nil {
+		return err
 	}
 	if err := keyringReachable(); err != nil {
 		return err
@@ -75,6 +72,21 @@ func StoreAPIKey(key string) error {
 		return fmt.Errorf("%w: store the API key: %v", ErrNoKeyring, scrubKey(err, key))
 	}
 	return nil
+}
+
+// cleanAPIKey trims key (`echo key | secret-tool store` keeps the newline)
+// and checks that it can go into an HTTP header.
+func cleanAPIKey(key string) (string, error) {
+	key = strings.TrimSpace(key)
+	switch {
+	case key == "":
+		return "", fmt.Errorf("%w: empty API key", ErrInvalid)
+	case len(key) > MaxAPIKey:
+		return "", fmt.Errorf("%w: API key longer than %d bytes", ErrInvalid, MaxAPIKey)
+	case strings.ContainsFunc(key, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return "", fmt.Errorf("%w: API key holds control characters", ErrInvalid)
+	}
+	return key, nil
 }
 
 // DeleteAPIKey removes the stored key; false when there was none.

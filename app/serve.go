@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -39,6 +41,11 @@ func (a *App) EmbedTexts(ctx context.Context, texts []string) (model string, vec
 	if err != nil {
 		return "", nil, fmt.Errorf("embed: %w", err)
 	}
+	for _, v := range vecs {
+		if !finite(v) {
+			return "", nil, fmt.Errorf("embed: %w", errNonFinite)
+		}
+	}
 	return servedName(m.embed.ID()), vecs, nil
 }
 
@@ -64,7 +71,23 @@ func (a *App) RerankTexts(ctx context.Context, query string, docs []string) (mod
 	if len(scores) != len(docs) {
 		return "", nil, fmt.Errorf("rerank: %d scores for %d documents", len(scores), len(docs))
 	}
+	if !finite(scores) {
+		return "", nil, fmt.Errorf("rerank: %w", errNonFinite)
+	}
 	return servedName(m.rerank.ID()), scores, nil
+}
+
+// errNonFinite refuses a model's NaN or infinite output: JSON cannot carry
+// it, and a client would take it for a number.
+var errNonFinite = errors.New("the model gave a value that is not a finite number")
+
+func finite(xs []float32) bool {
+	for _, x := range xs {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkTexts refuses an empty list, one longer than most, and texts that

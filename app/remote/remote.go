@@ -163,7 +163,7 @@ func (c *client) post(ctx context.Context, path string, body any) (resp *http.Re
 				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 			}
 		} else {
-			se := &StatusError{Code: resp.StatusCode, Msg: errorMessage(resp.Body)}
+			se := &StatusError{Code: resp.StatusCode, Msg: c.hide(errorMessage(resp.Body))}
 			resp.Body.Close()
 			err = se
 			if se.Code == http.StatusTooManyRequests || se.Code >= 500 {
@@ -189,7 +189,16 @@ func (c *client) scrub(err error) error {
 	if c.o.APIKey == "" || !strings.Contains(err.Error(), c.o.APIKey) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), c.o.APIKey, "[key]"))
+	return errors.New(c.hide(err.Error()))
+}
+
+// hide blanks the API key out of a server's text: error messages end up in
+// traces, logs and the UI.
+func (c *client) hide(s string) string {
+	if c.o.APIKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.o.APIKey, "[key]")
 }
 
 func isTimeout(err error) bool {
@@ -385,7 +394,7 @@ func (c *Chat) Generate(ctx context.Context, req engine.GenerateRequest, fn func
 			return st, fmt.Errorf("remote %s: bad stream chunk: %w", c.o.URL, err)
 		}
 		if len(ch.Error) > 0 {
-			msg := errorMessage(strings.NewReader(`{"error":` + string(ch.Error) + `}`))
+			msg := c.hide(errorMessage(strings.NewReader(`{"error":` + string(ch.Error) + `}`)))
 			err := fmt.Errorf("remote %s: server error mid-stream: %s", c.o.URL, msg)
 			if first.IsZero() {
 				err = fmt.Errorf("%w: %w", ErrUnavailable, err)

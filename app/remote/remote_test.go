@@ -234,7 +234,8 @@ func TestAPIKey(t *testing.T) {
 	var auth string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth = r.Header.Get("Authorization")
-		http.Error(w, "no", http.StatusBadRequest)
+		// A proxy that echoes the request's header in its error.
+		http.Error(w, "rejected: "+auth, http.StatusBadRequest)
 	}))
 	defer srv.Close()
 	c := chat(t, srv.URL+"/v1", remote.Options{APIKey: key})

@@ -129,6 +129,16 @@ func TestKeyring(t *testing.T) {
 	if k, src, err := app.LookupAPIKey(); k != key || src != app.KeyFromKeyring || err != nil {
 		t.Fatalf("LookupAPIKey: key ok %v, source %q, %v", k == key, src, err)
 	}
+	// Stored by another tool with the newline `echo` leaves: read trimmed,
+	// since it goes into an HTTP header.
+	store := exec.Command("secret-tool", "store", "--label=Lore", "service", app.KeyringService, "username", app.KeyringUser)
+	store.Stdin = strings.NewReader(key + "\n")
+	if err := store.Run(); err != nil {
+		t.Fatalf("secret-tool store: %v", err)
+	}
+	if k, _, err := app.LookupAPIKey(); k != key || err != nil {
+		t.Fatalf("LookupAPIKey after secret-tool stored it with a newline: key ok %v, %v", k == key, err)
+	}
 	if out, err := key1([]string{"status"}, ""); err != nil || !strings.Contains(out, "from OS keyring") {
 		t.Errorf("status after set: %q, %v", out, err)
 	}
