@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"lore/childenv"
 )
 
 // Files of these types are handed to the OS opener; anything else (scripts,
@@ -42,6 +44,7 @@ func openWithOS(path string, reveal bool) error {
 		}
 		cmd = exec.Command("xdg-open", path)
 	}
+	cmd.Env = childenv.Environ()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/zalando/go-keyring"
+
+	"lore/childenv"
 )
 
 // The remote backends' API key lives in $LORE_API_KEY or in the OS
@@ -19,7 +21,7 @@ const (
 	KeyringService = "lore"
 	KeyringUser    = "remote-api-key"
 	// APIKeyEnv overrides the keyring.
-	APIKeyEnv = "LORE_API_KEY"
+	APIKeyEnv = childenv.APIKey // child processes never see it
 )
 
 // Where an API key came from.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"lore/childenv"
 	"lore/engine/wire"
 )
 
@@ -34,6 +35,7 @@ var ErrRunnerDied = errors.New("model runner stopped")
 // startProcess starts the runner program; onLog, if set, sees each line it logs.
 func startProcess(program string, onLog func(string)) (*process, error) {
 	cmd := exec.Command(program)
+	cmd.Env = childenv.Environ()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

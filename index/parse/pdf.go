@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"lore/childenv"
 )
 
 // pdf runs pdftotext as a separate program: poppler handles far more real
@@ -33,6 +35,7 @@ func (p *Parser) pdf(ctx context.Context, path string, file io.Reader) (*Doc, er
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	cmd := exec.CommandContext(cctx, bin, "-layout", "-enc", "UTF-8", "-", "-")
+	cmd.Env = childenv.Environ()
 	cmd.WaitDelay = time.Second // a killed program's children may hold its output open
 	in := &gatedReader{r: file, open: make(chan struct{})}
 	out := &capBuffer{max: p.opt.MaxBytes, full: stop}

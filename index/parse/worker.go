@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"lore/childenv"
 )
 
 // The worker protocol: one JSON request per document on the worker's stdin,
@@ -241,6 +243,7 @@ func startWorker(ctx context.Context, argv []string, memLimit int64) (*worker, e
 	}
 	w := &worker{cmd: exec.Command(argv[0], argv[1:]...), in: inW, out: outR, exited: make(chan struct{})}
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = inR, outW, &w.stderr
+	w.cmd.Env = childenv.Environ()
 	err = w.cmd.Start()
 	inR.Close()
 	outW.Close()
