@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"lore/childenv"
+	"lore/app"
 )
 
 // Files of these types are handed to the OS opener; anything else (scripts,
@@ -44,7 +44,7 @@ func openWithOS(path string, reveal bool) error {
 		}
 		cmd = exec.Command("xdg-open", path)
 	}
-	cmd.Env = childenv.Environ()
+	cmd.Env = app.ChildEnviron()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}

@@ -24,6 +24,10 @@ const (
 	APIKeyEnv = childenv.APIKey // child processes never see it
 )
 
+// ChildEnviron is the environment for a process a front door starts (the
+// desktop's file opener): this one's without the API key.
+func ChildEnviron() []string { return childenv.Environ() }
+
 // Where an API key came from.
 const (
 	KeyFromEnv     = "$" + APIKeyEnv

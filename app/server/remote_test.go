@@ -141,23 +141,31 @@ func remoteApp(t *testing.T, chatURL, key string, local bool) *app.App {
 	return indexedApp(t, cfg, func(s *app.Settings) { s.Threads, s.MaxTokens = 1, 16 })
 }
 
-// indexedApp opens an app of cfg in a fresh data folder, applies tune to
-// its settings and indexes the fixtures' library.
+// indexedApp opens an app of cfg in a fresh data folder with tune applied
+// to its settings, and indexes the fixtures' library.
 func indexedApp(t *testing.T, cfg app.Config, tune func(*app.Settings)) *app.App {
 	t.Helper()
 	_, _, lib := fixtures(t)
 	cfg.DataDir, cfg.WorkerCmd = t.TempDir(), []string{os.Args[0], "parse-worker"}
 	ctx := context.Background()
-	a, err := app.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
+	open := func() *app.App {
+		a, err := app.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a
 	}
-	t.Cleanup(func() { a.Close() })
+	a := open()
 	s := a.Settings()
 	tune(&s)
 	if err := a.SaveSettings(ctx, s); err != nil {
 		t.Fatal(err)
 	}
+	// Remote roles take their settings (timeouts from the rerank budget,
+	// say) at the start: a second start has them.
+	a.Close()
+	a = open()
 	if _, err := a.Index(ctx, "default", []string{lib}, nil); err != nil {
 		t.Fatal(err)
 	}
