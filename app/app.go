@@ -206,6 +206,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			a.log.Warn("remote backends get no API key", "err", err)
 		}
 		a.cfg.APIKey = key
+	} else if a.cfg.APIKey != "" {
+		// From the environment: trimmed and checked as a stored one is.
+		if a.cfg.APIKey, err = cleanAPIKey(a.cfg.APIKey); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("$%s: %w", APIKeyEnv, err)
+		}
 	}
 	if a.cur, err = a.openModels(a.settings); err != nil {
 		db.Close()

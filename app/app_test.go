@@ -909,3 +909,19 @@ func TestRunFlagsNotSaved(t *testing.T) {
 		t.Errorf("chat_url %q model %q, want the user's %q and n", s.ChatURL, s.ChatURLModel, userURL)
 	}
 }
+
+func TestAPIKeyFromEnvironmentChecked(t *testing.T) {
+	// `export LORE_API_KEY=$(cat file)` keeps no newline, but a file read
+	// otherwise may: trimmed. A key that cannot go into a header is refused
+	// at start, not at the first question.
+	cfg := app.Config{DataDir: t.TempDir(), ChatURL: "http://127.0.0.1:9/v1", ChatURLModel: "m", APIKey: "sk-1\n"}
+	a, err := app.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("a key with a trailing newline: %v", err)
+	}
+	a.Close()
+	cfg.APIKey = "sk\x01x"
+	if _, err := app.New(context.Background(), cfg); !errors.Is(err, app.ErrInvalid) || strings.Contains(err.Error(), cfg.APIKey) {
+		t.Errorf("a key with a control character: %v, want ErrInvalid without the key", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,14 +72,14 @@ func keyringSession(t *testing.T) {
 		// its own pid (printed as GNOME_KEYRING_PID where it forks).
 		for _, line := range strings.Split(krOut.String(), "\n") {
 			if pid, ok := strings.CutPrefix(line, "GNOME_KEYRING_PID="); ok {
-				if p, err := findPID(pid); err == nil {
-					p.Signal(syscall.SIGTERM)
+				if n, err := strconv.Atoi(strings.TrimSpace(pid)); err == nil {
+					syscall.Kill(n, syscall.SIGTERM)
 				}
 			}
 		}
 	})
 	// The Secret Service appears on the bus once the daemon is up.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		if _, _, err := app.LookupAPIKey(); err == nil {
 			break
 		} else if time.Now().After(deadline) {
@@ -86,17 +87,6 @@ func keyringSession(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func findPID(s string) (*os.Process, error) {
-	var pid int
-	for _, c := range strings.TrimSpace(s) {
-		if c < '0' || c > '9' {
-			return nil, errors.New("not a pid")
-		}
-		pid = pid*10 + int(c-'0')
-	}
-	return os.FindProcess(pid)
 }
 
 // TestKeyring stores, reads and deletes the API key in a real Secret
