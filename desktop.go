@@ -159,6 +159,11 @@ func (d *App) Prefetch(req app.PrefetchRequest) (app.PrefetchResult, error) {
 	})
 }
 
+// PrefetchStatus says what the drafts have read ahead for the next question.
+func (d *App) PrefetchStatus() (app.PrefetchStatus, error) {
+	return get(d, func(context.Context) (app.PrefetchStatus, error) { return d.core.PrefetchStatus(), nil })
+}
+
 // Cancel stops an answer (by request id or client id).
 func (d *App) Cancel(id string) error {
 	if _, err := d.ready(); err != nil {

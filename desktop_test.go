@@ -161,6 +161,15 @@ func TestLibraryAskAndHistory(t *testing.T) {
 		t.Fatalf("Documents: %v %v", docs, err)
 	}
 
+	// Prefetch reaches the app (this app has no chat model to read ahead
+	// into: app's tests cover the reading, the browser e2e the page).
+	if res, err := d.Prefetch(app.PrefetchRequest{Draft: "When does the river market open?", Workspace: "notes"}); err != nil || res.Started || res.Reason != "no generation model" {
+		t.Fatalf("Prefetch: %+v %v", res, err)
+	}
+	if st, err := d.PrefetchStatus(); err != nil || st.State != app.ReadAheadNone {
+		t.Fatalf("PrefetchStatus: %+v %v", st, err)
+	}
+
 	// Ask: events on ask:<client_id> only, trace first, sources before the
 	// first token, done last.
 	const cid = "0b0e7a6c-1111-4c2e-9d1e-aaaaaaaaaaaa"

@@ -646,11 +646,12 @@ func TestPrefetchAdopted(t *testing.T) {
 	if err != nil || !res.Started || res.Passages == 0 {
 		t.Fatalf("Prefetch: %+v %v", res, err)
 	}
-	for i := 0; !a.SpeculationDone(); i++ {
-		if i > 3000 {
-			t.Fatal("prefetch never finished")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if st := a.PrefetchStatus(); st.State != app.ReadAheadReading && st.State != app.ReadAheadReady || st.Passages != res.Passages {
+		t.Errorf("status after the draft: %+v, want it reading %d passages", st, res.Passages)
+	}
+	st := waitReadAhead(t, a)
+	if st.State != app.ReadAheadReady || st.Read != st.Passages || st.ReadTokens != st.Tokens || st.Tokens == 0 {
+		t.Errorf("status once read: %+v", st)
 	}
 	again, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, ClientID: "other-client"})
 	if err != nil || again.Started || again.Reason != "same passages" {
@@ -658,6 +659,9 @@ func TestPrefetchAdopted(t *testing.T) {
 	}
 	warm := ask(t, a, q, 0)
 	tr := warm.trace
+	if st := a.PrefetchStatus(); st.State != app.ReadAheadNone {
+		t.Errorf("status after the question adopted the drafts: %+v, want none", st)
+	}
 	if tr.Prefetch != app.PrefetchHit || tr.PrefetchedTokens == 0 {
 		t.Fatalf("prefetch %q (%s), %d tokens prefetched", tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens)
 	}
@@ -694,6 +698,21 @@ func TestPrefetchAdopted(t *testing.T) {
 	}
 }
 
+// waitReadAhead waits until the latest draft is read, and says what it read.
+func waitReadAhead(t *testing.T, a *app.App) app.PrefetchStatus {
+	t.Helper()
+	for i := 0; ; i++ {
+		st := a.PrefetchStatus()
+		if st.State != app.ReadAheadReading {
+			return st
+		}
+		if i > 3000 {
+			t.Fatal("prefetch never finished")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestPrefetchExtends: a question that adds a passage to its draft's keeps
 // the draft's passages first, adopts what the draft read and reads only the
 // new passage (a partial hit); with a first-token budget too small for that
@@ -716,12 +735,7 @@ func TestPrefetchExtends(t *testing.T) {
 		if res, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: draft, ClientID: draft}); err != nil || !res.Started {
 			t.Fatalf("Prefetch(%q): %+v %v", draft, res, err)
 		}
-		for i := 0; !a.SpeculationDone(); i++ {
-			if i > 3000 {
-				t.Fatal("prefetch never finished")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitReadAhead(t, a)
 	}
 	const q = "when does the river market open for boats with fish and grain, and the orchestra"
 	sources := func(a *app.App, r *recorded) []string {

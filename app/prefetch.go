@@ -226,6 +226,53 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	return res, nil
 }
 
+// PrefetchStatus is what the drafts have read ahead so far: the page shows
+// it under the chat box, so the user sees that Enter will answer quickly.
+type PrefetchStatus struct {
+	// State is "none" (nothing read ahead for the next question),
+	// "reading", "ready" (the latest draft's prompt is read) or "stopped"
+	// (preempted or failed part-way; what was read still counts).
+	State      string `json:"state"`
+	Passages   int    `json:"passages"` // the latest draft's passages
+	Read       int    `json:"read"`     // of them, read so far (estimated while reading)
+	Tokens     int    `json:"tokens"`   // the passages' tokens
+	ReadTokens int    `json:"read_tokens"`
+}
+
+// Prefetch states, as PrefetchStatus reports them.
+const (
+	ReadAheadNone    = "none"
+	ReadAheadReading = "reading"
+	ReadAheadReady   = "ready"
+	ReadAheadStopped = "stopped"
+)
+
+// PrefetchStatus reports what the speculative sequence holds or is
+// reading for the next question.
+func (a *App) PrefetchStatus() PrefetchStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sp := a.spec
+	if sp == nil || sp.spent {
+		return PrefetchStatus{State: ReadAheadNone}
+	}
+	st := PrefetchStatus{State: ReadAheadReading, Passages: len(sp.passages)}
+	switch {
+	case sp.done && sp.err == nil:
+		st.State = ReadAheadReady
+	case sp.done:
+		st.State = ReadAheadStopped
+	}
+	st.Read = len(sp.read(time.Now(), a.prefill[sp.model]))
+	for i, n := range sp.sizes {
+		st.Tokens += n
+		if i < st.Read {
+			st.ReadTokens += n
+		}
+	}
+	return st
+}
+
 // questionMark is where the prompt's question begins: a prefetch reads
 // everything before it (see assemble).
 const questionMark = "Question:"

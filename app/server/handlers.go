@@ -96,6 +96,11 @@ func (s *Server) prefetch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, res)
 }
 
+// prefetchStatus says what the drafts have read ahead for the next question.
+func (s *Server) prefetchStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.app.PrefetchStatus())
+}
+
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	if err := s.app.Cancel(r.PathValue("id")); err != nil {
 		fail(w, err)

@@ -245,6 +245,7 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/ask", s.ask)
 	api("POST /api/ask/{id}/cancel", s.cancel)
 	api("POST /api/prefetch", s.prefetch)
+	api("GET /api/prefetch", s.prefetchStatus)
 	api("GET /api/workspaces", s.workspaces)
 	api("POST /api/workspaces", s.createWorkspace)
 	api("POST /api/workspaces/{ws}/folders", s.addFolder)

@@ -70,6 +70,7 @@ export async function recordFixtures({ api, raw, workspace, question, progress, 
   if (chats.length) await get(`/api/chats/${chats[0].id}`, '/api/chats/{id}');
   await get('/api/models');
   await get('/api/system');
+  await get('/api/prefetch');
   await get('/api/settings');
   await get('/api/bench/hnsw');
   // One answer's stream, as the page reads it.
@@ -103,8 +104,8 @@ function thin(events) {
 // ------------------------------------------------------------------------------------------------- shape
 
 const FIELD = /^[a-z_][a-z0-9_]*$/;
-/** Objects whose keys are data, not fields (stage names vary by request). */
-const MAPS = new Set(['stages', 'stage_starts']);
+/** Objects whose keys are data, not fields (stage names vary by request, groups by run). */
+const MAPS = new Set(['stages', 'stage_starts', 'by_bucket', 'by_fallback', 'by_prefetch', 'by_route']);
 
 /**
  * The shape of a JSON value: primitives by type, objects by field, arrays by the union of their items'

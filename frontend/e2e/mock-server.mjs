@@ -130,6 +130,7 @@ export function startMockServer({ port = 0, prefillMs = 600, tokenDelayMs = 25 }
         const body = m === 'POST' || m === 'PUT' ? await readBody(req) : undefined;
         if (m === 'POST' && p === '/api/ask') return ask(req, res, body);
         if (m === 'POST' && p === '/api/prefetch') return json(res, 202, { started: false, reason: 'mock', passages: 0 });
+        if (m === 'GET' && p === '/api/prefetch') return json(res, 200, FX['GET /api/prefetch']);
         if (m === 'POST' && /^\/api\/ask\/[^/]+\/cancel$/.test(p)) { state.cancels.push(p); return json(res, 204); }
         if (m === 'POST' && /^\/api\/traces\/[^/]+\/ui$/.test(p)) { state.uiReports.push({ id: decodeURIComponent(p.split('/')[3]), ...body }); return json(res, 204); }
         if (m === 'GET' && p === '/api/workspaces') return json(res, 200, FX['GET /api/workspaces']);

@@ -47,6 +47,15 @@ const ADDED_FILES = 150; // the folder added through the UI: enough files for th
 const T_ANSWER = 120_000;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls fn until it returns something other than undefined, for at most timeoutMs. */
+async function until(fn, timeoutMs) {
+  for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(100)) {
+    const v = await fn();
+    if (v !== undefined) return v;
+  }
+  throw new Error(`nothing after ${timeoutMs} ms`);
+}
 const started = Date.now();
 const { step, finish, failures } = steps();
 
@@ -271,6 +280,17 @@ async function waitAnswer(page, turn) {
   );
   const err = await page.getByTestId('turn').nth(turn - 1).getByTestId('answer-error');
   if (await err.isVisible()) throw new Error(`the answer failed: ${await err.textContent()}`);
+}
+
+/** Runs fn with these settings changed on the server, and puts the earlier ones back whatever happens. */
+async function withSettings(server, patch, fn) {
+  const before = await server.api('GET', '/api/settings');
+  await server.api('PUT', '/api/settings', { ...before, ...patch });
+  try {
+    return await fn();
+  } finally {
+    await server.api('PUT', '/api/settings', before);
+  }
 }
 
 /** The stored trace of the newest request with this question. */
@@ -505,12 +525,16 @@ try {
     await tid('setting-ef_search').fill(String((await server.api('GET', '/api/settings')).ef_search));
   });
 
-  await step('passage KV: switched on in Settings, a question asked again places its saved passages; the panel says approximate', async () => {
+  await step('passage KV: switched on in Settings, a question asked again places its saved passages; the panel says approximate', () =>
+    // No first-token budget: on a slow machine the router would send these questions to the fast model.
+    withSettings(server, { route_ttft_ms: 0 }, async () => {
     await tid('nav-settings').click();
     await tid('setting-passage_kv').check();
     await tid('save-settings').click();
     await page.waitForFunction(() => document.querySelector('[data-testid="settings-status"]')?.textContent === 'Saved.');
-    assert.equal((await server.api('GET', '/api/settings')).passage_kv, true);
+    const saved = await server.api('GET', '/api/settings');
+    assert.equal(saved.passage_kv, true);
+    assert.equal(saved.route_ttft_ms, 0, 'the Settings form saved back a value it was not given');
     await tid('nav-chat').click();
     // The first ask queues its passages; another question moves the answer's cache elsewhere;
     // asked again, the first question's passages come from their saved KV.
@@ -529,12 +553,11 @@ try {
     await lastTurn().getByTestId('show-latency').click();
     await page.waitForFunction(() => /^approximate · \d+ passages placed/.test(document.querySelector('[data-testid="detail-stitch"]')?.textContent ?? ''));
     assert.match(await tid('token-split-text').textContent(), /\d+ stitched/);
-    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), passage_kv: false });
     await tid('nav-chat').click();
-  });
+  }));
 
-  await step('routing: a short question goes to the fast model, the answer says so, "Ask the main model" re-asks it', async () => {
-    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), route_short_words: 4 });
+  await step('routing: a short question goes to the fast model, the answer says so, "Ask the main model" re-asks it', () =>
+    withSettings(server, { route_short_words: 4 }, async () => {
     await tid('nav-chat').click();
     await tid('new-chat').click();
     const QR = 'Why do volcanoes erupt?';
@@ -553,12 +576,11 @@ try {
     assert.equal(await lastTurn().getByTestId('reask-main').isVisible(), false);
     await lastTurn().getByTestId('show-latency').click();
     await page.waitForFunction(() => /\(main model: the main model was asked for\)/.test(document.querySelector('[data-testid="detail-route"]')?.textContent ?? ''));
-    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), route_short_words: 0 });
     await tid('nav-chat').click();
-  });
+  }));
 
-  await step('speculative decoding: the latency details say how the drafts went', async () => {
-    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), speculate: 4, spec_floor_pct: 0 });
+  await step('speculative decoding: the latency details say how the drafts went', () =>
+    withSettings(server, { speculate: 4, spec_floor_pct: 0 }, async () => {
     await tid('nav-chat').click();
     await tid('new-chat').click();
     const QD = 'What does the river market sell?';
@@ -568,9 +590,8 @@ try {
     assert.match(t.spec_note, /^on: prompt lookup/);
     await lastTurn().getByTestId('show-latency').click();
     await page.waitForFunction(() => /^on: prompt lookup, up to 4 drafted tokens a step/.test(document.querySelector('[data-testid="detail-spec"]')?.textContent ?? ''));
-    await server.api('PUT', '/api/settings', { ...(await server.api('GET', '/api/settings')), speculate: 0, spec_floor_pct: 60 });
     await tid('nav-chat').click();
-  });
+  }));
 
   const QX = `What does the zanzibar ledger memo say? <img src=x onerror="window.__pwned='question'"> ![q](http://127.0.0.1:${canary.port}/leak?d=question)`;
   await step('typed question: its prompt is prefilled while typing and adopted on Enter', async () => {
@@ -578,8 +599,22 @@ try {
     await tid('new-chat').click();
     const turns = await tid('turn').count();
     await tid('question-input').click();
-    await page.keyboard.type(QTYPED, { delay: 200 }); // 5 characters a second, the UI's own debounce
+    // 5 characters a second, the UI's own debounce; the last character sends the whole question as a draft.
+    const last = page.waitForResponse((r) => r.url().endsWith('/api/prefetch') && r.request().method() === 'POST'
+      && JSON.parse(r.request().postData() ?? '{}').draft === QTYPED.trim(), { timeout: T_ANSWER });
+    await page.keyboard.type(QTYPED, { delay: 200 });
+    await last;
+    // The user waits for the line under the box to say the prompt is read (how long that takes depends on
+    // the machine; whether Enter then adopts it does not).
+    const ready = await until(async () => {
+      const st = await server.api('GET', '/api/prefetch');
+      return st.state === 'ready' ? st : st.state === 'reading' ? undefined : assert.fail(`read-ahead ${JSON.stringify(st)}`);
+    }, T_ANSWER);
+    const line = `Read ahead: ${ready.passages} passage${ready.passages === 1 ? '' : 's'}, ${ready.tokens.toLocaleString('en-US')} tokens`;
+    await page.waitForFunction((l) => document.querySelector('[data-testid="read-ahead"]')?.textContent === l, line);
+    console.log(`     the line under the box: ${line}`);
     await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('[data-testid="read-ahead"]')?.hidden);
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, turns);
     await waitAnswer(page, turns + 1);
     const t = await traceOf(server, QTYPED, (x) => x.prefetch !== undefined);

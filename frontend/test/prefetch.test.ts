@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DraftPrefetcher, IDLE_MS } from '../src/prefetch';
+import type { PrefetchStatus } from '../src/transport/types';
+import { POLL_MS, ReadAhead, readAheadText } from '../src/views/readahead';
 
 describe('DraftPrefetcher', () => {
   beforeEach(() => vi.useFakeTimers());
@@ -67,4 +69,48 @@ describe('DraftPrefetcher on the shared typing cases (bench/typing.go replays th
       expect(sent).toEqual(c.sends);
     });
   }
+});
+
+describe('read-ahead line', () => {
+  const st = (state: string, read: number, passages: number, tokens = 0): PrefetchStatus => ({ state, read, passages, tokens, read_tokens: 0 });
+
+  it('says what the drafts read, and nothing when there is nothing for the next question', () => {
+    expect(readAheadText(st('reading', 1, 4))).toBe('Reading ahead: 1 of 4 passages…');
+    expect(readAheadText(st('ready', 4, 4, 1234))).toBe('Read ahead: 4 passages, 1,234 tokens');
+    expect(readAheadText(st('ready', 1, 1, 90))).toBe('Read ahead: 1 passage, 90 tokens');
+    expect(readAheadText(st('stopped', 2, 5))).toBe('Read ahead: 2 of 5 passages');
+    expect(readAheadText(st('stopped', 0, 5))).toBe('');
+    expect(readAheadText(st('ready', 0, 0))).toBe('');
+    expect(readAheadText(st('none', 0, 0))).toBe('');
+  });
+
+  it('follows a draft while it is read, stops when it is ready, and a cleared line stays cleared', async () => {
+    vi.useFakeTimers();
+    try {
+      const answers = [st('reading', 0, 3), st('reading', 2, 3), st('ready', 3, 3, 500)];
+      let calls = 0;
+      const r = new ReadAhead(async () => answers[Math.min(calls++, answers.length - 1)]);
+      r.follow();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(r.el.hidden).toBe(false);
+      expect(r.el.textContent).toBe('Reading ahead: 0 of 3 passages…');
+      await vi.advanceTimersByTimeAsync(POLL_MS);
+      expect(r.el.textContent).toBe('Reading ahead: 2 of 3 passages…');
+      await vi.advanceTimersByTimeAsync(POLL_MS);
+      expect(r.el.textContent).toBe('Read ahead: 3 passages, 500 tokens');
+      expect(r.el.dataset.state).toBe('ready');
+      await vi.advanceTimersByTimeAsync(POLL_MS * 5);
+      expect(calls).toBe(3); // no polling once it is read
+
+      calls = 0;
+      r.follow();
+      r.clear(); // Enter before the first answer: the late answer must not show the line again
+      await vi.advanceTimersByTimeAsync(POLL_MS * 3);
+      expect(r.el.hidden).toBe(true);
+      expect(r.el.textContent).toBe('');
+      expect(calls).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -9,6 +9,7 @@ import {
   type AskRequest,
   type Chat,
   type PrefetchRequest,
+  type PrefetchStatus,
   type ChatSummary,
   type Chunk,
   type DocumentInfo,
@@ -208,6 +209,10 @@ export class HttpTransport implements Transport {
 
   prefetch(req: PrefetchRequest): Promise<void> {
     return this.call('POST', '/api/prefetch', { ...req, client_id: this.clientID });
+  }
+
+  prefetchStatus(): Promise<PrefetchStatus> {
+    return this.call('GET', '/api/prefetch');
   }
 
   reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void> {

@@ -25,6 +25,17 @@ export interface PrefetchRequest {
   chat_id?: number;
 }
 
+/** GET /api/prefetch: what the drafts have read ahead for the next question. */
+export interface PrefetchStatus {
+  /** none (nothing for the next question), reading, ready, stopped (part-way; what was read counts). */
+  state: 'none' | 'reading' | 'ready' | 'stopped' | string;
+  passages: number;
+  /** Of the passages, read so far (estimated while reading). */
+  read: number;
+  tokens: number;
+  read_tokens: number;
+}
+
 /** `trace` event: first, at once. */
 export interface TraceStart {
   request_id: string;
@@ -356,6 +367,8 @@ export interface Transport {
   reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void>;
   /** Speculative prefill of a draft question (fire and forget; errors are the caller's to ignore). */
   prefetch(req: PrefetchRequest): Promise<void>;
+  /** What the drafts have read ahead so far. */
+  prefetchStatus(): Promise<PrefetchStatus>;
 
   workspaces(): Promise<Workspace[]>;
   createWorkspace(name: string): Promise<void>;

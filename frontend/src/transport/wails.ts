@@ -10,6 +10,7 @@ import type {
   AskRequest,
   Chat,
   PrefetchRequest,
+  PrefetchStatus,
   ChatSummary,
   Chunk,
   DocumentInfo,
@@ -71,6 +72,10 @@ export class WailsTransport implements Transport {
 
   async prefetch(req: PrefetchRequest): Promise<void> {
     await this.invoke<unknown>('Prefetch', req);
+  }
+
+  prefetchStatus(): Promise<PrefetchStatus> {
+    return this.invoke<PrefetchStatus>('PrefetchStatus');
   }
 
   private on(name: string, cb: (payload: unknown) => void): () => void {

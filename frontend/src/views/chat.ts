@@ -7,6 +7,7 @@ import { readWhileTyping } from '../latency/stats';
 import { withUIMeasurement } from '../latency/waterfall';
 import { renderMarkdown } from '../markdown';
 import { DraftPrefetcher } from '../prefetch';
+import { ReadAhead } from './readahead';
 import type { AskHandle, ChatMessage, ChatSummary, Source, StageEvent, Trace } from '../transport/types';
 import { TTFTMeter, type TTFTResult } from '../ttft';
 import type { Ctx } from './ctx';
@@ -313,6 +314,7 @@ export class ChatView {
   private running: { turn: Turn; handle: AskHandle } | undefined;
   private chats: ChatSummary[] = [];
   private readonly prefetcher: DraftPrefetcher;
+  private readonly readAhead: ReadAhead;
   /** Prefill speed (tokens/ms) of the latest answer seen, for a first estimate before the server has one. */
   private rate = 0;
   /** What the empty chat shows (loaded per workspace). */
@@ -323,8 +325,12 @@ export class ChatView {
       const ws = this.ctx.workspace();
       if (!ws || this.busy) return;
       const req = { draft, workspace: ws, ...(this.chatId !== undefined ? { chat_id: this.chatId } : {}) };
-      this.ctx.t.prefetch(req).catch(() => undefined); // speculative: a refusal costs nothing
+      // Speculative: a refusal costs nothing.
+      this.ctx.t.prefetch(req).then(() => {
+        if (!this.busy && this.input.value.trim()) this.readAhead.follow();
+      }, () => undefined);
     });
+    this.readAhead = new ReadAhead(() => this.ctx.t.prefetchStatus());
     this.list = h('ul', { class: 'chat-list', testid: 'chat-list' });
     this.search = h('input', { type: 'search', class: 'chat-search', testid: 'chat-search', placeholder: 'Search chats', attrs: { 'aria-label': 'Search chats' } });
     this.search.addEventListener('input', () => this.renderChats());
@@ -335,7 +341,10 @@ export class ChatView {
       placeholder: 'Ask about your documents…',
       attrs: { rows: 3, 'aria-label': 'Question' },
     });
-    this.input.addEventListener('input', () => this.prefetcher.input(this.input.value));
+    this.input.addEventListener('input', () => {
+      this.prefetcher.input(this.input.value);
+      if (!this.input.value.trim()) this.readAhead.clear();
+    });
     this.input.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
         ev.preventDefault();
@@ -357,7 +366,7 @@ export class ChatView {
         this.search,
         this.list,
       ),
-      h('section', { class: 'chat-main' }, this.messages, this.hint, form),
+      h('section', { class: 'chat-main' }, this.messages, this.hint, form, this.readAhead.el),
     );
   }
 
@@ -502,6 +511,7 @@ export class ChatView {
     const q = this.input.value.trim();
     if (!q || this.busy) return;
     this.prefetcher.reset();
+    this.readAhead.clear();
     this.input.value = '';
     this.ask(q);
   }
