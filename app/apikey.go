@@ -10,6 +10,7 @@ import (
 
 	"github.com/zalando/go-keyring"
 
+	"lore/app/remote"
 	"lore/childenv"
 )
 
@@ -75,7 +76,7 @@ func StoreAPIKey(key string) error {
 		return err
 	}
 	if err := keyring.Set(KeyringService, KeyringUser, key); err != nil {
-		return fmt.Errorf("%w: store the API key: %v", ErrNoKeyring, scrubKey(err, key))
+		return fmt.Errorf("%w: store the API key: %v", ErrNoKeyring, remote.ScrubKey(err, key))
 	}
 	return nil
 }
@@ -124,12 +125,4 @@ func keyringReachable() error {
 		}
 	}
 	return fmt.Errorf("%w: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset); set %s instead", ErrNoKeyring, APIKeyEnv)
-}
-
-// scrubKey keeps key out of err's text.
-func scrubKey(err error, key string) error {
-	if key == "" || !strings.Contains(err.Error(), key) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), key, "[key]"))
 }

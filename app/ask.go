@@ -313,7 +313,7 @@ func (x *ask) rerank() error {
 			x.a.noteRerank(rr.ID(), ms(d), k)
 		}
 		if err != nil && remoteRR && x.ctx.Err() == nil {
-			err = x.rerankLocally(k, rr, err)
+			err = x.rerankLocally(k, rr, err, time.Since(start))
 		}
 		x.rec.add(StageRerank, start, time.Now())
 		if err != nil {
@@ -325,20 +325,29 @@ func (x *ask) rerank() error {
 }
 
 // rerankLocally stands in for the remote reranker rr, which failed with
-// failed: the local reranker runs when there is one and it fits the
-// budget, else rerank is skipped, said as such. It returns the local
-// reranker's own error (nil when it ran or was skipped).
-func (x *ask) rerankLocally(k int, rr Reranker, failed error) error {
+// failed after spent: the local reranker runs when there is one and it
+// fits what is left of the budget, else rerank is skipped, said as such.
+// It returns the local reranker's own error (nil when it ran or was
+// skipped).
+func (x *ask) rerankLocally(k int, rr Reranker, failed error, spent time.Duration) error {
 	local := x.m.rerankFallback
 	x.t.RerankRoute = "none (fallback from " + rr.ID() + ")"
 	if local == nil {
 		x.degrade(1, "rerank skipped: remote rerank unavailable (no local rerank model to fall back to): "+failed.Error())
 		return nil
 	}
-	if cost := x.a.rerankCost(local.ID()) * float64(k); x.s.RerankBudgetMs > 0 && cost > float64(x.s.RerankBudgetMs) {
-		x.degrade(1, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) and the local one would take ~%.0f ms, over the %d ms budget",
-			failed, cost, x.s.RerankBudgetMs))
-		return nil
+	if x.s.RerankBudgetMs > 0 {
+		cost, left := x.a.rerankCost(local.ID())*float64(k), float64(x.s.RerankBudgetMs)-ms(spent)
+		switch {
+		case left <= 0:
+			x.degrade(1, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) after %.0f ms: nothing left of the %d ms budget for the local one",
+				failed, ms(spent), x.s.RerankBudgetMs))
+			return nil
+		case cost > left:
+			x.degrade(1, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) after %.0f ms, and the local one would take ~%.0f ms, over the %.0f ms left of the %d ms budget",
+				failed, ms(spent), cost, left, x.s.RerankBudgetMs))
+			return nil
+		}
 	}
 	x.degrade(1, "remote rerank unavailable, the local reranker ran: "+failed.Error())
 	d, err := x.m.retriever.Rerank(x.ctx, local, x.q, &x.res, k)

@@ -14,7 +14,7 @@ import (
 // remoteOptions are the shared options of both remote roles.
 func (a *App) remoteOptions(url, model string, s Settings) remote.Options {
 	return remote.Options{URL: url, Model: model, APIKey: a.cfg.APIKey, InsecureSkipVerify: s.RemoteInsecure,
-		FirstToken: time.Duration(s.RemoteTTFTMs) * time.Millisecond}
+		PlainKey: s.RemotePlainKey, FirstToken: time.Duration(s.RemoteTTFTMs) * time.Millisecond}
 }
 
 // openRemoteChat opens the remote chat role; the local chat model, if
@@ -45,6 +45,11 @@ func (a *App) openRemoteEmbed(s Settings) (*remote.Embedder, error) {
 	return remote.NewEmbedder(o, dim)
 }
 
+// rerankCooldown is how long a failed remote reranker is left alone
+// before a question tries it again (doubled with each failure in a row):
+// meanwhile questions go straight to the fallback with the whole budget.
+const rerankCooldown = 10 * time.Second
+
 // openRemoteRerank opens the remote rerank role. Its timeout is the
 // rerank budget when there is one (at least a second), so that a slow
 // server leaves time for the local fallback.
@@ -53,7 +58,7 @@ func (a *App) openRemoteRerank(s Settings) (*remote.Reranker, error) {
 		return nil, fmt.Errorf("%w: rerank_url needs a model name (--rerank-url-model)", ErrInvalid)
 	}
 	o := a.remoteOptions(s.RerankURL, s.RerankURLModel, s)
-	o.FirstToken = 0
+	o.FirstToken, o.Cooldown = 0, rerankCooldown
 	if s.RerankBudgetMs > 0 {
 		o.FirstToken = time.Duration(max(s.RerankBudgetMs, 1000)) * time.Millisecond
 	}

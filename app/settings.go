@@ -41,6 +41,9 @@ type Settings struct {
 	RerankURL      string `json:"rerank_url,omitempty"`
 	RerankURLModel string `json:"rerank_url_model,omitempty"`
 	RemoteInsecure bool   `json:"remote_insecure_tls,omitempty"` // skip TLS certificate checks
+	// RemotePlainKey allows the API key over plain http to another
+	// machine; without it such a remote URL fails the start.
+	RemotePlainKey bool `json:"remote_plain_key,omitempty"`
 	// RemoteTTFTMs is the remote chat's first-token budget: past it the
 	// local chat model answers, when there is one (0: 60 s).
 	RemoteTTFTMs int `json:"remote_ttft_ms,omitempty"`

@@ -134,6 +134,10 @@ func (db *DB) ReplaceDocument(ctx context.Context, d Document, chunks []Chunk) e
 		if err != nil {
 			return err
 		}
+		vecs, err := oldVectors(ctx, tx, id)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM chunks WHERE document_id = ?`, id)
 		if err != nil {
 			return err
@@ -142,30 +146,77 @@ func (db *DB) ReplaceDocument(ctx context.Context, d Document, chunks []Chunk) e
 		if err != nil {
 			return err
 		}
-		if len(chunks) > 0 {
-			stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (document_id, ordinal, text, tokens, page, heading, line_start, line_end)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-			if err != nil {
-				return err
-			}
-			defer stmt.Close()
-			for _, c := range chunks {
-				if _, err := stmt.ExecContext(ctx, id, c.Ordinal, validUTF8(c.Text), c.Tokens, c.Page,
-					validUTF8(c.Heading), c.LineStart, c.LineEnd); err != nil {
-					return fmt.Errorf("chunk %d: %w", c.Ordinal, err)
-				}
-			}
-		}
 		if deleted == 0 && len(chunks) == 0 {
 			return nil // nothing searchable changed
 		}
-		_, err = bump(ctx, tx, d.WorkspaceID)
-		return err
+		gen, err := bump(ctx, tx, d.WorkspaceID)
+		if err != nil || len(chunks) == 0 {
+			return err
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO chunks (document_id, ordinal, text, tokens, page, heading, line_start, line_end)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		keep, err := tx.PrepareContext(ctx, `INSERT INTO embeddings (chunk_id, model, dim, vec, generation) VALUES (?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer keep.Close()
+		for _, c := range chunks {
+			text := validUTF8(c.Text)
+			var cid int64
+			if err := ins.QueryRowContext(ctx, id, c.Ordinal, text, c.Tokens, c.Page,
+				validUTF8(c.Heading), c.LineStart, c.LineEnd).Scan(&cid); err != nil {
+				return fmt.Errorf("chunk %d: %w", c.Ordinal, err)
+			}
+			for _, v := range vecs[text] {
+				if _, err := keep.ExecContext(ctx, cid, v.model, v.dim, v.vec, gen); err != nil {
+					return fmt.Errorf("chunk %d: keep its embedding: %w", c.Ordinal, err)
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("store: replace document %q: %w", d.Path, err)
 	}
 	return nil
+}
+
+// storedVector is an embedding row, kept across a document's re-parse.
+type storedVector struct {
+	model string
+	dim   int
+	vec   []byte
+}
+
+// oldVectors returns the embeddings of document id's chunks by chunk text:
+// a chunk whose text comes back unchanged keeps them (embeddings are of the
+// text alone), so an edited document or a re-parse costs only the chunks
+// that changed, and a remote embedder is sent only those.
+func oldVectors(ctx context.Context, tx *sql.Tx, id int64) (map[string][]storedVector, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT c.text, e.model, e.dim, e.vec FROM chunks c
+		JOIN embeddings e ON e.chunk_id = c.id WHERE c.document_id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]storedVector{}
+	seen := map[[2]string]bool{} // text, model: a text repeated in the document is stored once
+	for rows.Next() {
+		var text string
+		var v storedVector
+		if err := rows.Scan(&text, &v.model, &v.dim, &v.vec); err != nil {
+			return nil, err
+		}
+		if k := [2]string{text, v.model}; !seen[k] {
+			seen[k] = true
+			out[text] = append(out[text], v)
+		}
+	}
+	return out, rows.Err()
 }
 
 // MarkDocumentError records that d could not be indexed and why. Its old chunks are

@@ -316,3 +316,53 @@ func TestReplaceWithoutChunksKeepsGeneration(t *testing.T) {
 		t.Errorf("generation %d after storing a document with no chunks, want 0", g)
 	}
 }
+
+// TestReplaceKeepsVectors: a re-parsed or edited document keeps the
+// embeddings of the chunks whose text did not change (under the new chunk
+// ids and a newer generation, so the vector index picks them up); only the
+// changed chunks are left to embed.
+func TestReplaceKeepsVectors(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	db := fx.db
+	id := fx.put(t, "a.md", "apples are red", "bananas are yellow", "apples are red")
+	old, err := db.Chunks(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := map[string][]float32{"apples are red": {1, 0}, "bananas are yellow": {0, 1}}
+	for _, model := range []string{"m1", "m2"} {
+		var embs []Embedding
+		for _, c := range old {
+			embs = append(embs, Embedding{ChunkID: c.ID, Vec: vec[c.Text]})
+		}
+		if err := db.PutEmbeddings(ctx, model, embs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := db.EnsureWorkspace(ctx, fx.ws.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.put(t, "a.md", "cherries are dark", "bananas are yellow", "apples are red")
+	now, err := db.Chunks(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"m1", "m2"} {
+		missing, err := db.ChunksMissingEmbedding(ctx, fx.ws.ID, model, 0, 10)
+		if err != nil || len(missing) != 1 || missing[0].Text != "cherries are dark" {
+			t.Errorf("%s: to embed %+v %v, want only the changed chunk", model, missing, err)
+		}
+		got := map[int64][]float32{}
+		if err := db.Vectors(ctx, fx.ws.ID, model, before.Generation, func(id int64, v []float32) error { got[id] = v; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range now {
+			if want, ok := vec[c.Text]; ok && fmt.Sprint(got[c.ID]) != fmt.Sprint(want) {
+				t.Errorf("%s: chunk %d %q has %v after generation %d, want its old vector %v", model, c.ID, c.Text, got[c.ID], before.Generation, want)
+			}
+		}
+	}
+	fx.check(t)
+}

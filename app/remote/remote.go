@@ -85,6 +85,14 @@ type Options struct {
 	// NumCtx is the server's context size as Lore should assume it
 	// (default 8192).
 	NumCtx int
+	// Cooldown backs a failing server off (rerank only): after a failure,
+	// calls fail at once with ErrUnavailable for this long, doubled with
+	// each failure in a row up to MaxCooldown; 0 never backs off.
+	Cooldown time.Duration
+	// PlainKey allows sending APIKey over plain http to a host that is
+	// not loopback, where anyone on the network path can read it; off by
+	// default, so such a URL is refused.
+	PlainKey bool
 	// Client replaces the HTTP client (tests); the timeouts above still apply.
 	Client *http.Client
 }
@@ -95,6 +103,9 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("remote: bad URL %q: want http(s)://host[:port]/v1", o.URL)
 	}
 	u.User = nil // credentials belong in APIKey, not in an ID shown everywhere
+	if o.APIKey != "" && u.Scheme == "http" && !o.PlainKey && !loopback(u.Hostname()) {
+		return fmt.Errorf("remote: %s is plain http to another machine: the API key would cross the network readable; use https, or an SSH tunnel to a loopback port, or allow it (remote_plain_key)", u.Redacted())
+	}
 	o.URL = strings.TrimRight(u.String(), "/")
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -124,6 +135,59 @@ func (o *Options) defaults() error {
 		}}
 	}
 	return nil
+}
+
+// loopback says whether host (a name or an address) is this machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// MaxCooldown bounds how long a failing server is backed off.
+const MaxCooldown = 5 * time.Minute
+
+// breaker backs a failing server off: after a failure, calls fail at once
+// for a cooldown that doubles with each failure in a row; the first call
+// after it tries the server again.
+type breaker struct {
+	first time.Duration // 0: never back off
+	mu    sync.Mutex
+	fails int // in a row
+	until time.Time
+	last  error
+}
+
+// check refuses a call while the server is backed off.
+func (b *breaker) check(now time.Time) error {
+	if b.first == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now.Before(b.until) {
+		return fmt.Errorf("%w: not tried for %v more, after %d failure(s) in a row; the last: %w",
+			ErrUnavailable, b.until.Sub(now).Round(100*time.Millisecond), b.fails, b.last)
+	}
+	return nil
+}
+
+// done notes a call's outcome; the caller's own cancellation says nothing
+// about the server.
+func (b *breaker) done(now time.Time, err error) {
+	if b.first == 0 || errors.Is(err, context.Canceled) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil {
+		b.fails, b.until, b.last = 0, time.Time{}, nil
+		return
+	}
+	b.fails++
+	b.until, b.last = now.Add(min(b.first<<min(b.fails-1, 16), MaxCooldown)), err
 }
 
 // client is what Chat and Embedder share: one base URL, key and HTTP client.
@@ -185,20 +249,26 @@ func (c *client) post(ctx context.Context, path string, body any) (resp *http.Re
 
 // scrub keeps the API key out of an error's text (url.Error quotes the URL,
 // which never has it, but a proxy's message might echo the header).
-func (c *client) scrub(err error) error {
-	if c.o.APIKey == "" || !strings.Contains(err.Error(), c.o.APIKey) {
-		return err
-	}
-	return errors.New(c.hide(err.Error()))
-}
+func (c *client) scrub(err error) error { return ScrubKey(err, c.o.APIKey) }
 
-// hide blanks the API key out of a server's text: error messages end up in
-// traces, logs and the UI.
-func (c *client) hide(s string) string {
-	if c.o.APIKey == "" {
+// hide blanks the API key out of a server's text.
+func (c *client) hide(s string) string { return HideKey(s, c.o.APIKey) }
+
+// HideKey blanks key out of s: error text ends up in traces, logs and the
+// UI.
+func HideKey(s, key string) string {
+	if key == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, c.o.APIKey, "[key]")
+	return strings.ReplaceAll(s, key, "[key]")
+}
+
+// ScrubKey keeps key out of err's text.
+func ScrubKey(err error, key string) error {
+	if key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	return errors.New(HideKey(err.Error(), key))
 }
 
 func isTimeout(err error) bool {
@@ -612,15 +682,19 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 // (POST /rerank under the base URL: {model, query, documents, top_n} →
 // {results: [{index, relevance_score}]}), which Lore's own server, vLLM
 // and Jina's and Cohere's APIs share.
-type Reranker struct{ client }
+type Reranker struct {
+	client
+	down breaker
+}
 
 // NewReranker checks the options; it does not contact the server. The
-// whole request is bounded by o.FirstToken.
+// whole request is bounded by o.FirstToken; a failure backs the server
+// off for o.Cooldown.
 func NewReranker(o Options) (*Reranker, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Reranker{client: client{o}}, nil
+	return &Reranker{client: client{o}, down: breaker{first: o.Cooldown}}, nil
 }
 
 // ID names the server and model, never the key.
@@ -642,6 +716,15 @@ func (r *Reranker) Rerank(ctx context.Context, query string, docs []string) ([]f
 	if len(docs) == 0 {
 		return nil, nil
 	}
+	if err := r.down.check(time.Now()); err != nil {
+		return nil, err
+	}
+	scores, err := r.rerank(ctx, query, docs)
+	r.down.done(time.Now(), err)
+	return scores, err
+}
+
+func (r *Reranker) rerank(ctx context.Context, query string, docs []string) ([]float32, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, r.o.FirstToken, errSlow)
 	defer cancel()
 	resp, _, err := r.post(ctx, "/rerank", map[string]any{"model": r.o.Model, "query": query, "documents": docs, "top_n": len(docs)})

@@ -319,3 +319,87 @@ func TestEmbedderMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainKey: the API key is never sent over plain http to another
+// machine unless the user allows it; loopback and https are fine.
+func TestPlainKey(t *testing.T) {
+	for _, c := range []struct {
+		url, key string
+		allow    bool
+		ok       bool
+	}{
+		{"http://10.1.2.3:8080/v1", "s3cr3t-9", false, false},
+		{"http://gpu-box:8080/v1", "s3cr3t-9", false, false},
+		{"http://gpu-box:8080/v1", "s3cr3t-9", true, true},
+		{"http://gpu-box:8080/v1", "", false, true},
+		{"https://gpu-box:8080/v1", "s3cr3t-9", false, true},
+		{"http://127.0.0.1:8080/v1", "s3cr3t-9", false, true},
+		{"http://localhost:8080/v1", "s3cr3t-9", false, true},
+		{"http://[::1]:8080/v1", "s3cr3t-9", false, true},
+	} {
+		_, err := remote.NewReranker(remote.Options{URL: c.url, Model: "m", APIKey: c.key, PlainKey: c.allow})
+		if (err == nil) != c.ok || err != nil && (!strings.Contains(err.Error(), "plain http") || strings.Contains(err.Error(), c.key)) {
+			t.Errorf("%s, key %q, allowed %v: %v", c.url, c.key, c.allow, err)
+		}
+	}
+}
+
+// TestRerankBackoff: after a failure the reranker is not asked again until
+// its cooldown is over (calls fail at once, saying why); the cooldown
+// doubles with each failure in a row and a success resets it.
+func TestRerankBackoff(t *testing.T) {
+	var hits atomic.Int32
+	var failing atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if failing.Load() {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, `{"results":[{"index":0,"relevance_score":0.5}]}`)
+	}))
+	defer srv.Close()
+	const cool = 300 * time.Millisecond
+	r, err := remote.NewReranker(remote.Options{URL: srv.URL + "/v1", Model: "m", Retries: -1, Cooldown: cool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(want int32) error {
+		t.Helper()
+		_, err := r.Rerank(context.Background(), "q", []string{"d"})
+		if n := hits.Load(); n != want {
+			t.Fatalf("%d requests reached the server, want %d (err %v)", n, want, err)
+		}
+		return err
+	}
+	failing.Store(true)
+	if err := call(1); !errors.Is(err, remote.ErrUnavailable) || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("failing server: %v", err)
+	}
+	if err := call(1); !errors.Is(err, remote.ErrUnavailable) || !strings.Contains(err.Error(), "after 1 failure(s) in a row") || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("within the cooldown: %v, want a refusal that names the last failure", err)
+	}
+	time.Sleep(cool + 50*time.Millisecond)
+	failing.Store(false)
+	if err := call(2); err != nil {
+		t.Fatalf("after the cooldown: %v", err)
+	}
+	failing.Store(true)
+	call(3)
+	time.Sleep(cool + 50*time.Millisecond)
+	call(4)
+	if err := call(4); err == nil || !strings.Contains(err.Error(), "after 2 failure(s) in a row") {
+		t.Fatalf("second failure in a row: %v", err)
+	}
+	// A cancelled call says nothing about the server.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	time.Sleep(2*cool + 50*time.Millisecond)
+	failing.Store(false)
+	if _, err := r.Rerank(ctx, "q", []string{"d"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if err := call(hits.Load() + 1); err != nil {
+		t.Fatalf("after a cancelled call: %v", err)
+	}
+}

@@ -227,17 +227,23 @@ func askSources(t *testing.T, a *app.App, q string) ([]app.Source, *app.Trace) {
 // reranker at rerankURL if set and the local one if local is set.
 func rerankApp(t *testing.T, rerankURL, key string, local bool) *app.App {
 	t.Helper()
+	return rerankAppBudget(t, rerankURL, key, local, 0)
+}
+
+// rerankAppBudget is rerankApp with a rerank budget (0: none).
+func rerankAppBudget(t *testing.T, rerankURL, key string, local bool, budgetMs int) *app.App {
+	t.Helper()
 	chat, embed, _ := fixtures(t)
 	rr, _ := moreModels(t)
 	cfg := app.Config{ChatModel: chat, EmbedModel: embed, RerankURL: rerankURL, RerankURLModel: "rerank", APIKey: key}
 	if local {
 		cfg.RerankModel = rr
 	}
-	// No rerank budget: rerank always runs. A fixed passage budget: the
-	// automatic one follows the measured prefill speed, which a loaded
-	// machine changes from one app to the next.
+	// No rerank budget unless asked: rerank always runs. A fixed passage
+	// budget: the automatic one follows the measured prefill speed, which
+	// a loaded machine changes from one app to the next.
 	return indexedApp(t, cfg, func(s *app.Settings) {
-		s.Threads, s.MaxTokens, s.RerankBudgetMs, s.ContextTokens = 1, 4, 0, 2048
+		s.Threads, s.MaxTokens, s.RerankBudgetMs, s.ContextTokens = 1, 4, budgetMs, 2048
 	})
 }
 
@@ -345,6 +351,43 @@ func TestRemoteRerankAgainstLore(t *testing.T) {
 			reranked(t, srcs, ref)
 		})
 	}
+	t.Run("failed, backed off: the next question goes straight to the local reranker", func(t *testing.T) {
+		a := rerankApp(t, noReranker.base+"/v1", noReranker.openai, true)
+		_, first := askSources(t, a, q)
+		srcs, next := askSources(t, a, q)
+		t.Logf("first: %q; next: %q", first.FallbackReason, next.FallbackReason)
+		if !strings.Contains(first.FallbackReason, "HTTP 404") || strings.Contains(first.FallbackReason, "not tried") {
+			t.Errorf("first question: reason %q, want the remote tried and its 404", first.FallbackReason)
+		}
+		if !strings.Contains(next.FallbackReason, "the local reranker ran") || !strings.Contains(next.FallbackReason, "not tried for") ||
+			!strings.Contains(next.FallbackReason, "after 1 failure(s) in a row") || !strings.Contains(next.FallbackReason, "HTTP 404") {
+			t.Errorf("next question: reason %q, want the remote backed off and the local reranker", next.FallbackReason)
+		}
+		reranked(t, srcs, ref)
+	})
+	t.Run("silent, with a budget: the fallback gets only what is left of it", func(t *testing.T) {
+		// A listener that never answers (a fault a real server cannot be
+		// made to show on demand); the remote's timeout is the 1 s budget,
+		// so nothing is left for the local reranker.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		a := rerankAppBudget(t, "http://"+ln.Addr().String()+"/v1", "", true, 1000)
+		_, first := askSources(t, a, q)
+		_, next := askSources(t, a, q)
+		t.Logf("first: %q, rerank %.0f ms; next: %q, rerank %.0f ms", first.FallbackReason, first.Stages[app.StageRerank],
+			next.FallbackReason, next.Stages[app.StageRerank])
+		if !strings.Contains(first.FallbackReason, "rerank skipped: remote rerank unavailable") ||
+			!strings.Contains(first.FallbackReason, "nothing left of the 1000 ms budget") || !strings.HasPrefix(first.RerankRoute, "none (fallback from") {
+			t.Errorf("first question: reason %q, rerank_route %q: want rerank skipped, the budget spent on the remote", first.FallbackReason, first.RerankRoute)
+		}
+		if !strings.Contains(next.FallbackReason, "the local reranker ran") || !strings.Contains(next.FallbackReason, "not tried for") ||
+			!strings.Contains(next.RerankRoute, "(fallback from remote:") || strings.HasPrefix(next.RerankRoute, "none") {
+			t.Errorf("next question: reason %q, rerank_route %q: want the local reranker, the remote backed off", next.FallbackReason, next.RerankRoute)
+		}
+	})
 	t.Run("down, no local reranker", func(t *testing.T) {
 		srcs, tr := askSources(t, rerankApp(t, down, "", false), q)
 		t.Logf("rerank_route %s, level %d, reason %q", tr.RerankRoute, tr.FallbackLevel, tr.FallbackReason)
