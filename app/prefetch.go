@@ -55,10 +55,6 @@ const (
 	MissCached   = "already cached"
 )
 
-// draftPool is how many of a draft's best candidates may keep their place
-// in its layout without being among its fitted passages (see reuse).
-const draftPool = 8
-
 // minDraftWords is the shortest draft worth retrieving for.
 const minDraftWords = 3
 
@@ -78,19 +74,33 @@ type speculation struct {
 	// the sequence held already when this prefill started.
 	sizes []int
 	from  int
-	done  bool // the prefill returned (err says whether it stopped early)
-	err   error
-	end   time.Time // when it returned
-	spent bool      // a question came after it: it is no longer a draft of the next one
+	// held of total tokens is what the engine last said the sequence
+	// holds of the prompt (0: nothing said yet).
+	held, total int
+	done        bool // the prefill returned (err says whether it stopped early)
+	err         error
+	end         time.Time // when it returned
+	spent       bool      // a question came after it: it is no longer a draft of the next one
 }
 
-// read estimates the passages (a prefix of its layout) the speculative
-// sequence holds at now, from the reading speed in tokens a second. A
-// draft superseded mid-way leaves the sequence cut back to what the next
-// draft shares with it, so the estimate carries over (from).
+// read says which passages (a prefix of its layout) the speculative
+// sequence holds: as the engine last reported, else (before its first
+// micro-batch) estimated at now from the reading speed in tokens a second.
+// A draft superseded mid-way leaves the sequence cut back to what the next
+// draft shares with it, so what it read carries over (from).
 func (sp *speculation) read(now time.Time, speed float64) []retrieve.Passage {
 	if sp.done && sp.err == nil {
 		return sp.passages
+	}
+	if sp.total > 0 {
+		// The passages end at these offsets, counted back from the end
+		// of the prompt (after the last one only the question mark).
+		n, end := len(sp.passages), sp.total-questionMarkTokens
+		for n > sp.from && sp.held+countSlack < end {
+			n--
+			end -= sp.sizes[n]
+		}
+		return sp.passages[:n]
 	}
 	if sp.done {
 		now = sp.end
@@ -103,6 +113,11 @@ func (sp *speculation) read(now time.Time, speed float64) []retrieve.Passage {
 	}
 	return sp.passages[:n]
 }
+
+// questionMarkTokens is about what the question mark (questionMark) takes
+// after the last passage, and countSlack how far a passage's tokens
+// counted alone may be from the same text's in the prompt.
+const questionMarkTokens, countSlack = 2, 2
 
 // heldLayout is the turn a sequence's prompt holds: base names the model,
 // workspace and conversation before the turn, passages are the turn's in
@@ -139,6 +154,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	a.mu.Lock()
 	a.drafts++
 	draftNo := a.drafts // a newer draft wins even if this one's retrieval ends later
+	asks := a.asks      // and so does a question
 	a.mu.Unlock()
 	if len(strings.Fields(draft)) < minDraftWords {
 		return PrefetchResult{Reason: "draft too short"}, nil
@@ -182,6 +198,12 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		res.Reason = "superseded by a newer draft"
 		return res, nil
 	}
+	if asks != a.asks { // reading now would only slow the answer down
+		a.mu.Unlock()
+		let()
+		res.Reason = "a question came first"
+		return res, nil
+	}
 	if sp := a.spec; sp != nil && sp.key == key && (!sp.done || sp.err == nil) {
 		a.mu.Unlock()
 		let()
@@ -212,7 +234,11 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		if trim {
 			trimmer.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, a.warmTokens())
 		}
-		_, err := m.chat.Prefetch(bg, prefix)
+		_, err := m.chat.Prefetch(engine.WithProgress(bg, func(held, total int) {
+			a.mu.Lock()
+			sp.held, sp.total = held, total
+			a.mu.Unlock()
+		}), prefix)
 		a.mu.Lock()
 		// A preempted prefetch keeps what it read (the question that
 		// preempted it may adopt it); its error lets the same draft resume.
@@ -327,17 +353,21 @@ func (x *ask) reuse(g Generator) reuse {
 		// for the first decode and a speed that varies.
 		r.allowance = max(int(speed*float64(x.s.RouteTTFTMs)/1000*readMargin)-questionTokens(x.q), 1)
 	}
-	if x.draft {
-		// A draft keeps fewer of its drafts' passages than the question
-		// does: while the user types there is time to read passages again,
-		// and an early draft's weak passages first in the layout would cut
-		// the reuse short on Enter, when there is none.
-		r.pool = r.pool[:min(len(r.pool), draftPool)]
-	}
 	x.a.mu.Lock()
 	defer x.a.mu.Unlock()
+	if !x.draft {
+		x.a.asks++
+	}
 	if sp := x.a.spec; sp != nil && sp.base == base {
-		r.held = append(r.held, sp.passages)
+		held := sp.passages
+		if x.draft {
+			// A draft keeps what the drafts have read by the question's
+			// rule (while among its candidates), so that no draft throws
+			// away reading the question would have kept; what is not read
+			// yet costs nothing to lay out again.
+			held = sp.read(time.Now(), x.a.prefill[sp.model])
+		}
+		r.held = append(r.held, held)
 		if !sp.spent && !x.draft {
 			r.typed = true
 			r.read = append(r.read, sp.read(time.Now(), x.a.prefill[sp.model]))

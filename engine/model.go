@@ -709,8 +709,12 @@ func (m *Model) Prefetch(ctx context.Context, text string) (Stats, error) {
 	if hold.Err() != nil {
 		return st, stopped(hold, &st, hold.Err())
 	}
+	progress, _ := ctx.Value(progressKey{}).(func(held, total int))
 	err = p.call(hold, wire.Request{Op: "prefill", Seq: SeqSpeculative, Text: text, Batch: m.opt.MicroBatch},
 		func(r wire.Reply) error {
+			if r.Progress != nil && progress != nil {
+				progress(r.Progress.Held, r.Progress.Total)
+			}
 			if r.Stats != nil {
 				q := st.QueueMs
 				st = *r.Stats
@@ -722,6 +726,15 @@ func (m *Model) Prefetch(ctx context.Context, text string) (Stats, error) {
 		return st, stopped(hold, &st, err)
 	}
 	return st, err
+}
+
+type progressKey struct{}
+
+// WithProgress has a Prefetch under ctx call fn after each micro-batch
+// with the tokens the speculative sequence holds and the prompt's total:
+// what a question arriving meanwhile can adopt, measured.
+func WithProgress(ctx context.Context, fn func(held, total int)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
 }
 
 // stopped turns the error of a call whose context ended into the reason:

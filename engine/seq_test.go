@@ -74,12 +74,24 @@ func TestPrefetchAdopted(t *testing.T) {
 	// The answer sequence holds an unrelated conversation.
 	generate(t, m, "an earlier question about something else", 4)
 
-	pst, err := m.Prefetch(context.Background(), draft)
+	var held, totals []int
+	pst, err := m.Prefetch(engine.WithProgress(context.Background(), func(h, total int) {
+		held, totals = append(held, h), append(totals, total)
+	}), draft)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pst.EvalTokens < 100 || pst.StopReason != "" {
 		t.Fatalf("prefetch: %+v", pst)
+	}
+	// Progress after each 32-token micro-batch, up to the whole prompt.
+	if len(held) < pst.EvalTokens/32 || held[len(held)-1] != pst.PromptTokens {
+		t.Errorf("progress %v of %v, want one per micro-batch of the %d evaluated tokens ending at %d", held, totals, pst.EvalTokens, pst.PromptTokens)
+	}
+	for i, h := range held {
+		if totals[i] != pst.PromptTokens || i > 0 && h-held[i-1] != min(32, pst.PromptTokens-held[i-1]) {
+			t.Fatalf("progress %v of %v: not 32 tokens a step up to %d", held, totals, pst.PromptTokens)
+		}
 	}
 	// The same draft again: nothing to do.
 	if again, err := m.Prefetch(context.Background(), draft); err != nil || again.EvalTokens != 0 {

@@ -76,6 +76,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	route := fs.Bool("route", false, "also measure TTFT per route: each question asked of the main and of the fast chat model")
 	fastModel := fs.String("fast-model", "", "fast chat model GGUF `file` for --route (default: a synthetic one of --fast-shape)")
 	fastShape := fs.String("fast-shape", "tiny", "synthetic fast model shape for --route")
+	drafts := fs.Bool("drafts", false, "log what each typed draft started and what was read ahead at Enter")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -184,9 +185,17 @@ func benchTTFT(ctx context.Context, args []string) error {
 			start := time.Now()
 			for _, d := range sends {
 				time.Sleep(time.Until(start.Add(d.At)))
-				go a.Prefetch(ctx, app.PrefetchRequest{Draft: d.Draft, ClientID: "bench"})
+				go func() {
+					res, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: d.Draft, ClientID: "bench"})
+					if *drafts {
+						logf("  %5.0f ms %q: %+v %v; then %+v", float64(time.Since(start).Milliseconds()), d.Draft, res, err, a.PrefetchStatus())
+					}
+				}()
 			}
 			time.Sleep(time.Until(start.Add(enter)))
+			if *drafts {
+				logf("  %5.0f ms Enter: read ahead %+v", float64(time.Since(start).Milliseconds()), a.PrefetchStatus())
+			}
 			tr, err := askOne(q.Query, 0)
 			if err != nil {
 				return nil, nil, 0, nil, err

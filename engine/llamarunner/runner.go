@@ -428,9 +428,15 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 		st.PrefillMs = ms(time.Since(t))
 		st.LlamaMs = st.PrefillMs - st.StitchMs
 	}()
+	// A prefill in micro-batches (a Prefetch) says how far it got after
+	// each, so that a question arriving meanwhile knows what it can adopt.
+	var progress func()
+	if req.Op == "prefill" && req.Batch > 0 {
+		progress = func() { s.reply(wire.Reply{Progress: &wire.Progress{Held: len(s.seqs[seq]), Total: len(toks)}}) }
+	}
 	i := n
 	for _, sp := range spans {
-		if err := s.eval(seq, toks, i, sp.from, false, step, st); err != nil {
+		if err := s.eval(seq, toks, i, sp.from, false, step, st, progress); err != nil {
 			return nil, err
 		}
 		// A state llama.cpp refuses is evaluated instead.
@@ -439,7 +445,7 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 			s.stitched[seq] = stitchMark{from: min(sp.from, s.stitched[seq].from), repair: req.Repair}
 		}
 	}
-	if err := s.eval(seq, toks, i, len(toks), req.Op == "generate", step, st); err != nil {
+	if err := s.eval(seq, toks, i, len(toks), req.Op == "generate", step, st, progress); err != nil {
 		return nil, err
 	}
 	st.EvalTokens = len(toks) - n - st.StitchedTokens
@@ -447,9 +453,10 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 }
 
 // eval evaluates toks[from:to] into seq in micro-batches of step tokens,
-// asking for the last token's logits when logits is set. On an error
-// st.EvalTokens says how many of the prompt's tokens were evaluated.
-func (s *server) eval(seq int, toks []int, from, to int, logits bool, step int, st *wire.Stats) error {
+// asking for the last token's logits when logits is set, and calling
+// progress (if set) after each. On an error st.EvalTokens says how many of
+// the prompt's tokens were evaluated.
+func (s *server) eval(seq int, toks []int, from, to int, logits bool, step int, st *wire.Stats, progress func()) error {
 	for i := from; i < to; i += step {
 		if s.isCancelled() {
 			st.EvalTokens = len(s.seqs[seq]) - st.CachedTokens - st.StitchedTokens
@@ -468,6 +475,9 @@ func (s *server) eval(seq int, toks []int, from, to int, logits bool, step int, 
 			return fmt.Errorf("prefill: %w", err)
 		}
 		s.seqs[seq] = append(s.seqs[seq], toks[i:end]...)
+		if progress != nil {
+			progress()
+		}
 	}
 	return nil
 }

@@ -142,6 +142,14 @@ type Reply struct {
 	SeqTokens []int       `json:"seq_tokens,omitempty"` // seqs
 	Pos       int         `json:"pos,omitempty"`        // passage_kv
 	Logits    []float32   `json:"logits,omitempty"`     // generate with Logits
+	Progress  *Progress   `json:"progress,omitempty"`   // prefill in micro-batches: after each
+}
+
+// Progress is how far a prefill in micro-batches has got: the sequence
+// holds Held of the prompt's Total tokens.
+type Progress struct {
+	Held  int `json:"held"`
+	Total int `json:"total"`
 }
 
 // Stats reports what one prefill or generation cost. Times are milliseconds.
