@@ -79,37 +79,27 @@ type speculation struct {
 	held, total int
 	done        bool // the prefill returned (err says whether it stopped early)
 	err         error
-	end         time.Time // when it returned
-	spent       bool      // a question came after it: it is no longer a draft of the next one
+	spent       bool // a question came after it: it is no longer a draft of the next one
 }
 
 // read says which passages (a prefix of its layout) the speculative
-// sequence holds: as the engine last reported, else (before its first
-// micro-batch) estimated at now from the reading speed in tokens a second.
-// A draft superseded mid-way leaves the sequence cut back to what the next
-// draft shares with it, so what it read carries over (from).
-func (sp *speculation) read(now time.Time, speed float64) []retrieve.Passage {
+// sequence holds, as the engine last reported; before its first report,
+// those it held when this prefill started (a draft superseded mid-way
+// leaves the sequence cut back to what the next draft shares with it, so
+// what it read carries over: from).
+func (sp *speculation) read() []retrieve.Passage {
 	if sp.done && sp.err == nil {
 		return sp.passages
 	}
-	if sp.total > 0 {
-		// The passages end at these offsets, counted back from the end
-		// of the prompt (after the last one only the question mark).
-		n, end := len(sp.passages), sp.total-questionMarkTokens
-		for n > sp.from && sp.held+countSlack < end {
-			n--
-			end -= sp.sizes[n]
-		}
-		return sp.passages[:n]
+	if sp.total == 0 {
+		return sp.passages[:sp.from]
 	}
-	if sp.done {
-		now = sp.end
-	}
-	left := speed * now.Sub(sp.start).Seconds()
-	n := sp.from
-	for n < len(sp.passages) && float64(sp.sizes[n]) <= left {
-		left -= float64(sp.sizes[n])
-		n++
+	// The passages end at these offsets, counted back from the end of the
+	// prompt (after the last one only the question mark).
+	n, end := len(sp.passages), sp.total-questionMarkTokens
+	for n > 0 && sp.held+countSlack < end {
+		n--
+		end -= sp.sizes[n]
 	}
 	return sp.passages[:n]
 }
@@ -214,7 +204,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	sp := &speculation{heldLayout: heldLayout{base: x.baseKey(m.chat), passages: x.laid.turn}, key: key, model: m.chat.ID(),
 		start: now, sizes: x.laid.sizes}
 	if old := a.spec; old != nil && old.base == sp.base {
-		sp.from = readPrefix(sp.passages, [][]retrieve.Passage{old.read(now, a.prefill[sp.model])})
+		sp.from = readPrefix(sp.passages, [][]retrieve.Passage{old.read()})
 	}
 	a.spec = sp
 	// A draft for a new chat: the answer sequence's old conversation
@@ -242,7 +232,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		a.mu.Lock()
 		// A preempted prefetch keeps what it read (the question that
 		// preempted it may adopt it); its error lets the same draft resume.
-		sp.done, sp.err, sp.end = true, err, time.Now()
+		sp.done, sp.err = true, err
 		a.mu.Unlock()
 		if err != nil && !errors.Is(err, engine.ErrSuperseded) && !errors.Is(err, engine.ErrPreempted) {
 			a.log.Warn("prefetch", "err", err)
@@ -260,7 +250,7 @@ type PrefetchStatus struct {
 	// (preempted or failed part-way; what was read still counts).
 	State      string `json:"state"`
 	Passages   int    `json:"passages"` // the latest draft's passages
-	Read       int    `json:"read"`     // of them, read so far (estimated while reading)
+	Read       int    `json:"read"`     // of them, read so far (as the runner last reported)
 	Tokens     int    `json:"tokens"`   // the passages' tokens
 	ReadTokens int    `json:"read_tokens"`
 }
@@ -289,7 +279,7 @@ func (a *App) PrefetchStatus() PrefetchStatus {
 	case sp.done:
 		st.State = ReadAheadStopped
 	}
-	st.Read = len(sp.read(time.Now(), a.prefill[sp.model]))
+	st.Read = len(sp.read())
 	for i, n := range sp.sizes {
 		st.Tokens += n
 		if i < st.Read {
@@ -365,12 +355,12 @@ func (x *ask) reuse(g Generator) reuse {
 			// rule (while among its candidates), so that no draft throws
 			// away reading the question would have kept; what is not read
 			// yet costs nothing to lay out again.
-			held = sp.read(time.Now(), x.a.prefill[sp.model])
+			held = sp.read()
 		}
 		r.held = append(r.held, held)
 		if !sp.spent && !x.draft {
 			r.typed = true
-			r.read = append(r.read, sp.read(time.Now(), x.a.prefill[sp.model]))
+			r.read = append(r.read, sp.read())
 		}
 	}
 	if h := x.a.answered; h != nil && h.base == base {

@@ -116,7 +116,8 @@ func (db *DB) DocumentsByFolder(ctx context.Context, folderID int64) ([]Document
 
 // ReplaceDocument stores d (matched to an existing row by workspace and path) with exactly
 // the given chunks, in one transaction: old chunks, their FTS rows and embeddings go, the
-// new ones come in, and the workspace generation moves (if any chunk came or went). Readers see either the old or the
+// new ones come in (a new chunk whose text an old one had keeps that one's embeddings), and
+// the workspace generation moves (if any chunk came or went). Readers see either the old or the
 // new document, never a mix. An empty Status means StatusIndexed. Invalid UTF-8 in chunk
 // text is replaced with U+FFFD rather than refused.
 func (db *DB) ReplaceDocument(ctx context.Context, d Document, chunks []Chunk) error {

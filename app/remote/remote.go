@@ -124,7 +124,7 @@ func (o *Options) defaults() error {
 	}
 	if o.Client == nil {
 		d := &net.Dialer{Timeout: o.ConnectTimeout}
-		o.Client = &http.Client{Transport: &http.Transport{
+		o.Client = &http.Client{CheckRedirect: o.redirect, Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
 			DialContext:         d.DialContext,
 			TLSHandshakeTimeout: o.ConnectTimeout,
@@ -133,6 +133,19 @@ func (o *Options) defaults() error {
 			// Streams are read as they come; gzip would buffer them.
 			DisableCompression: true,
 		}}
+	}
+	return nil
+}
+
+// redirect follows a redirect as Go does, unless it would carry the API
+// key (Go resends it to the same host whatever the scheme) over plain http
+// to another machine.
+func (o *Options) redirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if o.APIKey != "" && req.URL.Scheme == "http" && !o.PlainKey && !loopback(req.URL.Hostname()) {
+		return fmt.Errorf("refused a redirect to %s: plain http to another machine would carry the API key readable", req.URL.Redacted())
 	}
 	return nil
 }
@@ -151,16 +164,19 @@ const MaxCooldown = 5 * time.Minute
 
 // breaker backs a failing server off: after a failure, calls fail at once
 // for a cooldown that doubles with each failure in a row; the first call
-// after it tries the server again.
+// after it tries the server again. Calls already under way when a failure
+// came say nothing more about the server (one outage is one failure, however
+// many calls it caught).
 type breaker struct {
-	first time.Duration // 0: never back off
-	mu    sync.Mutex
-	fails int // in a row
-	until time.Time
-	last  error
+	first  time.Duration // 0: never back off
+	mu     sync.Mutex
+	fails  int // in a row
+	failed time.Time
+	until  time.Time
+	last   error
 }
 
-// check refuses a call while the server is backed off.
+// check refuses a call starting at now while the server is backed off.
 func (b *breaker) check(now time.Time) error {
 	if b.first == 0 {
 		return nil
@@ -174,20 +190,23 @@ func (b *breaker) check(now time.Time) error {
 	return nil
 }
 
-// done notes a call's outcome; the caller's own cancellation says nothing
-// about the server.
-func (b *breaker) done(now time.Time, err error) {
+// done notes the outcome of a call that started at start and ended at now;
+// the caller's own cancellation says nothing about the server.
+func (b *breaker) done(start, now time.Time, err error) {
 	if b.first == 0 || errors.Is(err, context.Canceled) {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err == nil {
+	switch {
+	case err == nil:
 		b.fails, b.until, b.last = 0, time.Time{}, nil
-		return
+	case start.Before(b.failed): // under way when the last failure came
+	default:
+		b.fails++
+		b.failed, b.last = now, err
+		b.until = now.Add(min(b.first<<min(b.fails-1, 16), MaxCooldown))
 	}
-	b.fails++
-	b.until, b.last = now.Add(min(b.first<<min(b.fails-1, 16), MaxCooldown)), err
 }
 
 // client is what Chat and Embedder share: one base URL, key and HTTP client.
@@ -716,11 +735,12 @@ func (r *Reranker) Rerank(ctx context.Context, query string, docs []string) ([]f
 	if len(docs) == 0 {
 		return nil, nil
 	}
-	if err := r.down.check(time.Now()); err != nil {
+	start := time.Now()
+	if err := r.down.check(start); err != nil {
 		return nil, err
 	}
 	scores, err := r.rerank(ctx, query, docs)
-	r.down.done(time.Now(), err)
+	r.down.done(start, time.Now(), err)
 	return scores, err
 }
 

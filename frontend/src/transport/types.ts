@@ -30,7 +30,7 @@ export interface PrefetchStatus {
   /** none (nothing for the next question), reading, ready, stopped (part-way; what was read counts). */
   state: 'none' | 'reading' | 'ready' | 'stopped' | string;
   passages: number;
-  /** Of the passages, read so far (estimated while reading). */
+  /** Of the passages, read so far (as the runner last reported). */
   read: number;
   tokens: number;
   read_tokens: number;
