@@ -165,6 +165,8 @@ type System struct {
 	// role, the server that receives questions or passages otherwise.
 	Local  bool         `json:"local"`
 	Remote []DataLeaves `json:"remote"`
+	// PassageKV is the background saving of passages' KV (Settings.PassageKV).
+	PassageKV PassageKVStats `json:"passage_kv"`
 }
 
 // CPUStatus is the CPU's features, the runner builds and the one models use.
@@ -184,7 +186,7 @@ type LoadedModel struct {
 
 // System reports the CPU, the runner builds and the models in use.
 func (a *App) System() System {
-	s := System{CPU: cpu.Describe(), Loaded: []LoadedModel{}, Warm: a.Warmed()}
+	s := System{CPU: cpu.Describe(), Loaded: []LoadedModel{}, Warm: a.Warmed(), PassageKV: a.PassageKV()}
 	m := a.current()
 	s.Remote = m.leaves()
 	s.Local = len(s.Remote) == 0

@@ -232,6 +232,7 @@ func (q *passageQueue) run(a *App) {
 // store (passages and warm prefixes) holds.
 type PassageKVStats struct {
 	Queued int      `json:"queued"`
+	Saving bool     `json:"saving"` // a job is being saved, or waits its turn
 	Saved  int      `json:"saved"`
 	Failed int      `json:"failed"`
 	Store  kv.Stats `json:"store"`
@@ -242,7 +243,7 @@ func (a *App) PassageKV() PassageKVStats {
 	q := &a.passages
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return PassageKVStats{Queued: len(q.todo), Saved: q.saved, Failed: q.failed, Store: a.kv.Stats()}
+	return PassageKVStats{Queued: len(q.todo), Saving: q.running, Saved: q.saved, Failed: q.failed, Store: a.kv.Stats()}
 }
 
 // WaitPassages blocks until the passage KV queue is empty (or ctx ends).

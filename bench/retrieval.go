@@ -198,7 +198,7 @@ func Corpus(ctx context.Context, db *store.DB, cfg CorpusConfig) (int64, error) 
 		}
 		embs := make([]store.Embedding, len(batch))
 		for i, c := range batch {
-			embs[i] = store.Embedding{ChunkID: c.ID, Vec: vecs[i]}
+			embs[i] = store.Embedding{ChunkID: c.ID, Vec: vecs[i], Text: c.Text}
 		}
 		if err := db.PutEmbeddings(ctx, model, embs); err != nil {
 			return 0, fmt.Errorf("bench corpus: %w", err)

@@ -156,7 +156,7 @@ func TestRenameTouchDelete(t *testing.T) {
 	db := fx.db
 	id := fx.put(t, "old.txt", "mangoes ripen", "in summer")
 	cs, _ := db.Chunks(ctx, id)
-	if err := db.PutEmbeddings(ctx, "m", []Embedding{{cs[0].ID, []float32{1, 2}}, {cs[1].ID, []float32{3, 4}}}); err != nil {
+	if err := db.PutEmbeddings(ctx, "m", []Embedding{{ChunkID: cs[0].ID, Vec: []float32{1, 2}}, {ChunkID: cs[1].ID, Vec: []float32{3, 4}}}); err != nil {
 		t.Fatal(err)
 	}
 	to := fx.doc("sub/new.txt")
@@ -227,7 +227,7 @@ func TestCascade(t *testing.T) {
 	db := fx.db
 	id := fx.put(t, "a.txt", "quokka smiles", "quokka jumps")
 	cs, _ := db.Chunks(ctx, id)
-	if err := db.PutEmbeddings(ctx, "m", []Embedding{{cs[0].ID, []float32{1}}}); err != nil {
+	if err := db.PutEmbeddings(ctx, "m", []Embedding{{ChunkID: cs[0].ID, Vec: []float32{1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.PutTrace(ctx, TraceRecord{RequestID: "r", WorkspaceID: fx.ws.ID, Stages: map[string]float64{"a": 1}}); err != nil {
@@ -262,8 +262,8 @@ func TestGeneration(t *testing.T) {
 		bump bool
 	}{
 		{"replace", func() error { return db.ReplaceDocument(ctx, fx.doc("b.txt"), []Chunk{{Text: "b"}}) }, true},
-		{"embed", func() error { return db.PutEmbeddings(ctx, "m", []Embedding{{cs[0].ID, []float32{1}}}) }, true},
-		{"embed deleted chunk", func() error { return db.PutEmbeddings(ctx, "m", []Embedding{{9999, []float32{1}}}) }, false},
+		{"embed", func() error { return db.PutEmbeddings(ctx, "m", []Embedding{{ChunkID: cs[0].ID, Vec: []float32{1}}}) }, true},
+		{"embed deleted chunk", func() error { return db.PutEmbeddings(ctx, "m", []Embedding{{ChunkID: 9999, Vec: []float32{1}}}) }, false},
 		{"rename", func() error { return db.RenameDocument(ctx, id, fx.doc("c.txt")) }, true},
 		{"touch", func() error { return db.TouchDocument(ctx, id, 1, time.Now()) }, false},
 		{"search", func() error { _, err := db.SearchBM25(ctx, fx.ws.ID, "one", 5); return err }, false},
@@ -297,7 +297,7 @@ func TestCounts(t *testing.T) {
 	id := fx.put(t, "a.txt", "one", "two", "three")
 	fx.db.MarkDocumentError(ctx, fx.doc("b.txt"), "bad")
 	cs, _ := fx.db.Chunks(ctx, id)
-	fx.db.PutEmbeddings(ctx, "m", []Embedding{{cs[0].ID, []float32{1}}})
+	fx.db.PutEmbeddings(ctx, "m", []Embedding{{ChunkID: cs[0].ID, Vec: []float32{1}}})
 	c, err := fx.db.Counts(ctx, fx.ws.ID, "m")
 	if err != nil || c.Chunks != 3 || c.Embedded != 1 || c.Documents[StatusIndexed] != 1 || c.Documents[StatusError] != 1 {
 		t.Errorf("Counts = %+v, %v", c, err)
@@ -363,6 +363,42 @@ func TestReplaceKeepsVectors(t *testing.T) {
 				t.Errorf("%s: chunk %d %q has %v after generation %d, want its old vector %v", model, c.ID, c.Text, got[c.ID], before.Generation, want)
 			}
 		}
+	}
+	fx.check(t)
+}
+
+// TestStaleVectorSkipped: a document re-indexed while its chunks were being
+// embedded can give a new chunk the old one's id (SQLite reuses the highest
+// rowid); the vector of the old text is not stored on it.
+func TestStaleVectorSkipped(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	db := fx.db
+	fx.put(t, "a.md", "old text")
+	todo, err := db.ChunksMissingEmbedding(ctx, fx.ws.ID, "m", 0, 10)
+	if err != nil || len(todo) != 1 {
+		t.Fatalf("to embed: %+v %v", todo, err)
+	}
+	id := fx.put(t, "a.md", "new text") // re-indexed while "old text" is being embedded
+	now, err := db.Chunks(ctx, id)
+	if err != nil || len(now) != 1 {
+		t.Fatal(now, err)
+	}
+	if now[0].ID != todo[0].ID {
+		t.Logf("the new chunk got id %d, not the old %d: the stale write is skipped as a deleted chunk", now[0].ID, todo[0].ID)
+	}
+	if err := db.PutEmbeddings(ctx, "m", []Embedding{{ChunkID: todo[0].ID, Vec: []float32{1, 0}, Text: todo[0].Text}}); err != nil {
+		t.Fatal(err)
+	}
+	left, err := db.ChunksMissingEmbedding(ctx, fx.ws.ID, "m", 0, 10)
+	if err != nil || len(left) != 1 || left[0].Text != "new text" {
+		t.Errorf("after the stale write, to embed: %+v %v; want the new text still waiting", left, err)
+	}
+	if err := db.PutEmbeddings(ctx, "m", []Embedding{{ChunkID: left[0].ID, Vec: []float32{0, 1}, Text: left[0].Text}}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := db.ChunksMissingEmbedding(ctx, fx.ws.ID, "m", 0, 10); len(left) != 0 {
+		t.Errorf("the current text's vector was not stored: %+v", left)
 	}
 	fx.check(t)
 }

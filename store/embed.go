@@ -13,6 +13,10 @@ import (
 type Embedding struct {
 	ChunkID int64
 	Vec     []float32
+	// Text, when set, is the text the vector was computed from: it is
+	// stored only if the chunk still has that text (a document re-indexed
+	// meanwhile can give a new chunk the same id).
+	Text string
 }
 
 // ChunkText is a chunk waiting to be embedded.
@@ -56,7 +60,8 @@ func (db *DB) ChunksMissingEmbedding(ctx context.Context, ws int64, model string
 
 // PutEmbeddings stores vectors from model in one transaction and moves the generation of
 // the workspaces they belong to; each row records that new generation (see Vectors). A
-// chunk deleted meanwhile (its document was re-indexed) is skipped, not an error.
+// chunk deleted meanwhile (its document was re-indexed), or whose id now holds another text
+// than Embedding.Text, is skipped, not an error.
 func (db *DB) PutEmbeddings(ctx context.Context, model string, embs []Embedding) error {
 	if model == "" {
 		return errors.New("store: put embeddings: empty model id")
@@ -72,7 +77,8 @@ func (db *DB) PutEmbeddings(ctx context.Context, model string, embs []Embedding)
 		}
 	}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		wsOf, err := tx.PrepareContext(ctx, `SELECT d.workspace_id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?`)
+		wsOf, err := tx.PrepareContext(ctx, `SELECT d.workspace_id FROM chunks c JOIN documents d ON d.id = c.document_id
+			WHERE c.id = ?1 AND (?2 = '' OR c.text = ?2)`)
 		if err != nil {
 			return err
 		}
@@ -86,7 +92,7 @@ func (db *DB) PutEmbeddings(ctx context.Context, model string, embs []Embedding)
 		gens := map[int64]int64{} // workspace -> its generation after this write
 		for _, e := range embs {
 			var ws int64
-			switch err := wsOf.QueryRowContext(ctx, e.ChunkID).Scan(&ws); {
+			switch err := wsOf.QueryRowContext(ctx, e.ChunkID, e.Text).Scan(&ws); {
 			case errors.Is(err, sql.ErrNoRows):
 				continue
 			case err != nil:

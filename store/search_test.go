@@ -170,7 +170,7 @@ func TestEmbeddings(t *testing.T) {
 		var embs []Embedding
 		for _, c := range batch {
 			seen = append(seen, c.ID)
-			embs = append(embs, Embedding{c.ID, []float32{float32(c.ID), -0.5, float32(math.Pi)}})
+			embs = append(embs, Embedding{ChunkID: c.ID, Vec: []float32{float32(c.ID), -0.5, float32(math.Pi)}})
 		}
 		if err := db.PutEmbeddings(ctx, "m1", embs); err != nil {
 			t.Fatal(err)
@@ -206,7 +206,7 @@ func TestEmbeddings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutEmbeddings(ctx, "m1", []Embedding{{cs[3].ID, []float32{1, 2, 3}}, {cs[7].ID, []float32{4, 5, 6}}}); err != nil {
+	if err := db.PutEmbeddings(ctx, "m1", []Embedding{{ChunkID: cs[3].ID, Vec: []float32{1, 2, 3}}, {ChunkID: cs[7].ID, Vec: []float32{4, 5, 6}}}); err != nil {
 		t.Fatal(err)
 	}
 	var since []int64
@@ -222,15 +222,15 @@ func TestEmbeddings(t *testing.T) {
 		t.Errorf("VectorIDs = %v, want %v", ids, seen)
 	}
 	for _, bad := range [][]Embedding{
-		{{cs[0].ID, nil}},
-		{{cs[0].ID, []float32{float32(math.NaN())}}},
-		{{cs[0].ID, []float32{float32(math.Inf(1))}}},
+		{{ChunkID: cs[0].ID}},
+		{{ChunkID: cs[0].ID, Vec: []float32{float32(math.NaN())}}},
+		{{ChunkID: cs[0].ID, Vec: []float32{float32(math.Inf(1))}}},
 	} {
 		if err := db.PutEmbeddings(ctx, "m1", bad); err == nil {
 			t.Errorf("PutEmbeddings(%v) accepted", bad)
 		}
 	}
-	if err := db.PutEmbeddings(ctx, "", []Embedding{{cs[0].ID, []float32{1}}}); err == nil {
+	if err := db.PutEmbeddings(ctx, "", []Embedding{{ChunkID: cs[0].ID, Vec: []float32{1}}}); err == nil {
 		t.Error("empty model accepted")
 	}
 	// Re-indexing the document drops its embeddings.

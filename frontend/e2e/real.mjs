@@ -542,7 +542,8 @@ try {
     for (const q of [QS, Q1]) {
       await tid('new-chat').click();
       await ask(page, q);
-      await page.waitForTimeout(1500); // the passages are saved in the background
+      // The passages are saved in the background: wait until it is done, however long that takes here.
+      await until(async () => ((await server.api('GET', '/api/system')).passage_kv.saving ? undefined : true), T_ANSWER);
     }
     await tid('new-chat').click();
     await ask(page, QS);

@@ -69,7 +69,7 @@ func (ix *Indexer) embed(ctx context.Context, ws int64, opt Options, emit func(P
 		}
 		embs := make([]store.Embedding, len(batch))
 		for i, c := range batch {
-			embs[i] = store.Embedding{ChunkID: c.ID, Vec: vecs[i]}
+			embs[i] = store.Embedding{ChunkID: c.ID, Vec: vecs[i], Text: c.Text}
 		}
 		if err := ix.DB.PutEmbeddings(ctx, model, embs); err != nil {
 			return done, fmt.Errorf("ingest: %w", err)

@@ -286,6 +286,8 @@ export interface SystemInfo {
   /** false when a role is served by a remote (OpenAI-compatible) server: remote says which, where, and what it receives. */
   local?: boolean;
   remote?: Array<{ role: string; url: string; what: string }>;
+  /** The background saving of passages' KV (Settings → passage_kv). */
+  passage_kv?: { queued: number; saving: boolean; saved: number; failed: number };
 }
 
 export interface Settings {
