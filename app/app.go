@@ -122,7 +122,7 @@ type App struct {
 	spec        *speculation         // what the speculative sequence holds
 	answered    *heldLayout          // what the answer sequence holds, after the last question
 	drafts      int                  // prefetches received: the newest one wins
-	asks        int                  // questions laid out: a draft retrieved before one of them is too late
+	asks        int                  // questions asked: a draft still retrieving when one comes is too late
 	prefetched  map[string]time.Time // each client's last prefetch
 	warmed      WarmInfo             // the chat model's last warm-up
 	kv          *kv.Store            // saved KV states (the warm system prefix, passages), RAM and disk

@@ -59,6 +59,9 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 		return nil, err
 	}
 	defer x.release()
+	a.mu.Lock()
+	a.asks++ // drafts still retrieving are too late now (Prefetch)
+	a.mu.Unlock()
 	err = x.run(x.start, x.openChat, x.retrieve, x.rerank, x.assemble, x.generate)
 	x.finish(err)
 	return x.t, err

@@ -345,9 +345,6 @@ func (x *ask) reuse(g Generator) reuse {
 	}
 	x.a.mu.Lock()
 	defer x.a.mu.Unlock()
-	if !x.draft {
-		x.a.asks++
-	}
 	if sp := x.a.spec; sp != nil && sp.base == base {
 		held := sp.passages
 		if x.draft {

@@ -103,7 +103,7 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("remote: bad URL %q: want http(s)://host[:port]/v1", o.URL)
 	}
 	u.User = nil // credentials belong in APIKey, not in an ID shown everywhere
-	if o.APIKey != "" && u.Scheme == "http" && !o.PlainKey && !loopback(u.Hostname()) {
+	if o.exposesKey(u) {
 		return fmt.Errorf("remote: %s is plain http to another machine: the API key would cross the network readable; use https, or an SSH tunnel to a loopback port, or allow it (remote_plain_key)", u.Redacted())
 	}
 	o.URL = strings.TrimRight(u.String(), "/")
@@ -144,10 +144,16 @@ func (o *Options) redirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
-	if o.APIKey != "" && req.URL.Scheme == "http" && !o.PlainKey && !loopback(req.URL.Hostname()) {
+	if o.exposesKey(req.URL) {
 		return fmt.Errorf("refused a redirect to %s: plain http to another machine would carry the API key readable", req.URL.Redacted())
 	}
 	return nil
+}
+
+// exposesKey says whether sending the API key to u would carry it over
+// plain http to another machine, without the user allowing it.
+func (o *Options) exposesKey(u *url.URL) bool {
+	return o.APIKey != "" && u.Scheme == "http" && !o.PlainKey && !loopback(u.Hostname())
 }
 
 // loopback says whether host (a name or an address) is this machine.

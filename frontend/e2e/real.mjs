@@ -295,15 +295,15 @@ async function withSettings(server, patch, fn) {
 
 /** The stored trace of the newest request with this question. */
 async function traceOf(server, question, pred = () => true, timeoutMs = 15_000) {
-  const until = Date.now() + timeoutMs;
   let last;
-  while (Date.now() < until) {
-    const ts = await server.api('GET', '/api/traces?limit=20');
-    last = ts.find((t) => t.question === question.trim());
-    if (last && pred(last)) return last;
-    await sleep(200);
+  try {
+    return await until(async () => {
+      last = (await server.api('GET', '/api/traces?limit=20')).find((t) => t.question === question.trim());
+      return last && pred(last) ? last : undefined;
+    }, timeoutMs);
+  } catch {
+    throw new Error(`no matching trace for ${JSON.stringify(question)}; last seen ${JSON.stringify(last)?.slice(0, 400)}`);
   }
-  throw new Error(`no matching trace for ${JSON.stringify(question)}; last seen ${JSON.stringify(last)?.slice(0, 400)}`);
 }
 
 /** What hostile content must never achieve in the page. */
@@ -434,11 +434,11 @@ try {
     console.log(`     stages shown: ${stages.join(' → ')}; ${lengths.size} answer updates; labels: ${[...new Set(tl.map((s) => s.label))].join(' | ')}`);
     assert.ok(iStage >= 0, 'the placeholder never showed a stage');
     assert.ok(stages.some((s) => ['queue', 'embed', 'retrieval', 'vector', 'bm25', 'prompt_assemble', 'prefill'].includes(s)), `stages ${stages}`);
-    // A fast retrieval can land in the same frame as the stage that follows it, so the
-    // sources may appear together with a stage, but never after the first token.
+    // The page is sampled once a frame: a fast retrieval can land in the same frame as the stage
+    // that follows it, and a prompt read while typing can bring the first token in the frame that
+    // shows the sources; what must never be seen is a token before the sources.
     assert.ok(iStage < iToken, `no stage shown before the first token (${iStage}, ${iToken})`);
-    assert.ok(iSources >= 0 && iToken > iSources, `the first token (${iToken}) came before the sources (${iSources})`);
-    assert.ok(!tl[iSources].answer, 'answer text before the sources');
+    assert.ok(iSources >= 0 && iSources <= iToken, `the first token (${iToken}) came before the sources (${iSources})`);
     assert.ok(lengths.size >= 3, `the answer did not stream (${lengths.size} updates)`);
     const docs = await lastTurn().getByTestId('source').locator('.source-doc').allTextContents();
     assert.ok(docs.includes('volcanoes.md'), `sources: ${docs}`);
