@@ -255,6 +255,38 @@ func TestMultiTurnReusesCache(t *testing.T) {
 	}
 }
 
+func TestNewRefusesModelItCannotOpen(t *testing.T) {
+	// A model named for this run must open: a missing or invalid file is a
+	// clear error naming the role, never a crash (closing what was opened
+	// before it once panicked on the unset retriever).
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.gguf")
+	if err := os.WriteFile(bad, []byte("not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  app.Config
+		want string
+	}{
+		{"missing chat", app.Config{ChatModel: filepath.Join(dir, "none.gguf")}, "chat model"},
+		{"missing embedding", app.Config{EmbedModel: filepath.Join(dir, "none.gguf")}, "embedding model"},
+		{"invalid embedding", app.Config{EmbedModel: bad}, "embedding model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.DataDir = t.TempDir()
+			a, err := app.New(context.Background(), tc.cfg)
+			if err == nil {
+				a.Close()
+				t.Fatal("opened")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not name the %s", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestEmbeddingModelGone(t *testing.T) {
 	// A real fault: the embedding model file disappears after start, so the
 	// runner cannot load it and the vector step fails. Retrieval falls back.

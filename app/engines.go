@@ -70,7 +70,11 @@ func (a *App) let(m *models) {
 }
 
 func (m *models) closeAll() {
-	for _, c := range append(m.drop, closers(m.chat, m.fast, m.fallback, m.embed, m.rerank, m.rerankFallback, m.retriever)...) {
+	cs := append(m.drop, closers(m.chat, m.fast, m.fallback, m.embed, m.rerank, m.rerankFallback)...)
+	if m.retriever != nil { // not in closers: a nil *Retriever is a non-nil io.Closer
+		cs = append(cs, m.retriever)
+	}
+	for _, c := range cs {
 		c.Close()
 	}
 }

@@ -263,7 +263,16 @@ async function ask(page, question, { wait = true } = {}) {
   await page.evaluate(() => (window.__tl = []));
   await tid('question-input').fill(question);
   await tid('submit').click();
-  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, turns);
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, turns).catch(async (e) => {
+    const st = await page.evaluate(() => ({
+      input: document.querySelector('[data-testid="question-input"]')?.value,
+      submitDisabled: document.querySelector('[data-testid="submit"]')?.disabled,
+      hint: document.querySelector('[data-testid="chat-hint"]')?.textContent,
+      readAhead: document.querySelector('[data-testid="read-ahead"]')?.textContent,
+      turns: document.querySelectorAll('[data-testid="turn"]').length,
+    }));
+    throw new Error(`no new turn after Ask: ${JSON.stringify(st)}\n${e.message}`);
+  });
   const turn = turns + 1;
   if (wait) await waitAnswer(page, turn);
   return turn;
@@ -599,7 +608,10 @@ try {
     await tid('nav-chat').click();
     await tid('new-chat').click();
     const turns = await tid('turn').count();
+    // A question left in the box by an earlier step must not run into this one.
+    await tid('question-input').fill('');
     await tid('question-input').click();
+    const askAt = await tid('submit').boundingBox();
     // 5 characters a second, the UI's own debounce; the last character sends the whole question as a draft.
     const last = page.waitForResponse((r) => r.url().endsWith('/api/prefetch') && r.request().method() === 'POST'
       && JSON.parse(r.request().postData() ?? '{}').draft === QTYPED.trim(), { timeout: T_ANSWER });
@@ -614,6 +626,9 @@ try {
     const line = `Read ahead: ${ready.passages} passage${ready.passages === 1 ? '' : 's'}, ${ready.tokens.toLocaleString('en-US')} tokens`;
     await page.waitForFunction((l) => document.querySelector('[data-testid="read-ahead"]')?.textContent === l, line);
     console.log(`     the line under the box: ${line}`);
+    // The line appears as the user reaches for the button: it must not move it (a click would miss).
+    const askNow = await tid('submit').boundingBox();
+    assert.deepEqual(askNow, askAt, `the read-ahead line moved the Ask button: ${JSON.stringify(askAt)} → ${JSON.stringify(askNow)}`);
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.querySelector('[data-testid="read-ahead"]')?.hidden);
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, turns);
