@@ -111,21 +111,27 @@ type App struct {
 
 	mu       sync.Mutex // guards everything below
 	settings Settings
-	stored   Settings           // what the data folder holds: settings without this run's flags
-	cur      *models            // the models questions start with now
-	retired  []*models          // replaced sets still held by a question, oldest first
-	prefill  map[string]float64 // measured prefill tokens/s (EWMA) per chat model, for budgets, routes and ETAs
-	rerankMs map[string]float64 // measured rerank cost per candidate (EWMA) per reranker
+	stored   Settings                // what the data folder holds: settings without this run's flags
+	cur      *models                 // the models questions start with now
+	retired  []*models               // replaced sets still held by a question, oldest first
+	prefill  map[string]float64      // measured prefill tokens/s (EWMA) per chat model, for routes and ETAs
+	cost     map[string]*prefillCost // per chat model, for the tokens read after Enter
+	rerankMs map[string]float64      // measured rerank cost per candidate (EWMA) per reranker
 	inflight map[string]*run
 	// tokenCounts remembers passages' token counts per chat model.
 	tokenCounts map[string]int
-	spec        *speculation         // what the speculative sequence holds
-	answered    *heldLayout          // what the answer sequence holds, after the last question
-	drafts      int                  // prefetches received: the newest one wins
-	asks        int                  // questions asked: a draft still retrieving when one comes is too late
-	prefetched  map[string]time.Time // each client's last prefetch
-	warmed      WarmInfo             // the chat model's last warm-up
-	kv          *kv.Store            // saved KV states (the warm system prefix, passages), RAM and disk
+	spec        *speculation // what the speculative sequence holds
+	answered    *heldLayout  // what the answer sequence holds, after the last question
+	drafts      int          // prefetches received: the newest one wins
+	asks        int          // questions asked: a draft still retrieving when one comes is too late
+	// untilAsk ends (endDrafts, cause engine.ErrSuperseded) when a question
+	// is asked: the drafts' model work still waiting then would only run
+	// after the answer, and undo it (the answer sequence trimmed).
+	untilAsk   context.Context
+	endDrafts  context.CancelCauseFunc
+	prefetched map[string]time.Time // each client's last prefetch
+	warmed     WarmInfo             // the chat model's last warm-up
+	kv         *kv.Store            // saved KV states (the warm system prefix, passages), RAM and disk
 
 	jobs *jobs
 }
@@ -178,7 +184,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	a := &App{cfg: cfg, db: db, log: cfg.Logger, inflight: map[string]*run{}, tokenCounts: map[string]int{}, prefetched: map[string]time.Time{},
-		prefill: map[string]float64{}, rerankMs: map[string]float64{}}
+		prefill: map[string]float64{}, cost: map[string]*prefillCost{}, rerankMs: map[string]float64{}}
+	a.untilAsk, a.endDrafts = context.WithCancelCause(context.Background())
 	if a.settings, err = loadSettings(ctx, db); err != nil {
 		db.Close()
 		return nil, err

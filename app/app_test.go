@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -807,6 +808,66 @@ func TestPrefetchExtends(t *testing.T) {
 	}
 	if docs := sources(a, r); len(docs) != 1 || docs[0] != "river.md" {
 		t.Errorf("prompt passages %v: want only the draft's river.md", docs)
+	}
+}
+
+// TestCutPassageFollowUp: a typed question whose best passage alone
+// misses the first-token budget reads it cut (the part with the question's
+// words) and says so; a follow-up renders that turn cut the same way, so it
+// reuses the whole previous prompt.
+func TestCutPassageFollowUp(t *testing.T) {
+	ctx := context.Background()
+	a := newApp(t, opts{chat: true})
+	dir := t.TempDir()
+	var long strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&long, "Entry %d of the keeper's log: the weather held and the ships passed far out. ", i)
+	}
+	long.WriteString("Each night the lighthouse keeper trims the wick and lights the lamp at dusk.")
+	for name, text := range map[string]string{
+		"lighthouse.md": long.String(),
+		"harbour.md":    "The harbour office opens at nine and closes at five.",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Index(ctx, "log", []string{dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Settings()
+	s.RouteTTFTMs = 1 // no passage fits
+	if err := a.SaveSettings(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	askIn := func(q string, chat int64) *app.Trace {
+		t.Helper()
+		tr, err := a.Ask(ctx, app.AskRequest{Workspace: "log", Question: q, ChatID: chat}, func(app.Event) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	if res, err := a.Prefetch(ctx, app.PrefetchRequest{Workspace: "log", Draft: "when does the harbour office open", ClientID: "t"}); err != nil || !res.Started {
+		t.Fatalf("Prefetch: %+v %v", res, err)
+	}
+	waitReadAhead(t, a)
+	first := askIn("what does the lighthouse keeper do with the lamp at dusk", 0)
+	c := first.Cut
+	if c == nil || c.Tokens <= 0 || c.From == 0 {
+		t.Fatalf("cut %+v: want the lighthouse log cut to its end, where the question's words are", c)
+	}
+	src, err := a.Chunk(ctx, c.ChunkID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Document != "lighthouse.md" {
+		t.Errorf("cut %s, want the best passage, lighthouse.md", src.Document)
+	}
+	next := askIn("and when does the keeper light it", first.ChatID)
+	if next.CachedTokens < first.PromptTokens {
+		t.Errorf("follow-up reused %d tokens of the previous %d-token prompt: the cut turn was not rendered as sent",
+			next.CachedTokens, first.PromptTokens)
 	}
 }
 

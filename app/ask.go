@@ -61,10 +61,23 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 	defer x.release()
 	a.mu.Lock()
 	a.asks++ // drafts still retrieving are too late now (Prefetch)
+	a.endDrafts(engine.ErrSuperseded)
+	a.untilAsk, a.endDrafts = context.WithCancelCause(context.Background())
 	a.mu.Unlock()
+	if r, ok := x.m.chat.(reserver); ok {
+		// Reading ahead stops now, not when the answer starts: on a
+		// small CPU it would slow the question's embedding severalfold.
+		defer r.Reserve(ctx)()
+	}
 	err = x.run(x.start, x.openChat, x.retrieve, x.rerank, x.assemble, x.generate)
 	x.finish(err)
 	return x.t, err
+}
+
+// reserver is a model that can keep its background work off while a
+// question gets ready (engine.Model.Reserve).
+type reserver interface {
+	Reserve(ctx context.Context) (release func())
 }
 
 // ask is one question on its way through the pipeline's stages.
@@ -239,7 +252,8 @@ func (x *ask) loadHistory() error {
 }
 
 // turnPassages are the passages a question's prompt placed in its own
-// turn, read back so that a follow-up renders that turn byte for byte.
+// turn, read back (the cut one cut again) so that a follow-up renders that
+// turn byte for byte.
 // A chunk gone since (re-indexed) is left out: the cache is then reused
 // only up to it.
 func (a *App) turnPassages(ctx context.Context, requestID string) []retrieve.Passage {
@@ -259,6 +273,9 @@ func (a *App) turnPassages(ctx context.Context, requestID string) []retrieve.Pas
 	var out []retrieve.Passage
 	for _, id := range t.TurnPassages {
 		if h, ok := byID[id]; ok {
+			if c := t.Cut; c != nil && c.ChunkID == id {
+				h.Text = c.apply(h.Text)
+			}
 			out = append(out, retrieve.Passage{ChunkID: h.ChunkID, DocID: h.DocumentID, Path: h.Path, Rel: h.Rel, Heading: h.Heading,
 				Page: h.Page, LineStart: h.LineStart, LineEnd: h.LineEnd, Text: h.Text})
 		}
@@ -384,7 +401,7 @@ func (x *ask) assemble() error {
 			}
 		}
 		x.prompt, x.passages, x.parts, x.laid = p.text, p.passages, p.parts, p
-		x.t.StalePassages, x.t.LatePassages = p.stale, p.late
+		x.t.StalePassages, x.t.LatePassages, x.t.Cut = p.stale, p.late, p.cut
 		for _, q := range p.turn {
 			x.t.TurnPassages = append(x.t.TurnPassages, q.ChunkID)
 		}
@@ -519,8 +536,9 @@ func (x *ask) recordGeneration(genStart time.Time, st engine.Stats) {
 		llm = st.TokenizeMs + st.PrefillMs + st.FirstDecodeMs
 	}
 	rec.set(StageLLMTTFT, llm, rec.since(genStart)+st.QueueMs)
-	if st.EvalTokens > 0 && st.PrefillMs > 0 {
-		x.a.notePrefill(x.gen.ID(), st.EvalTokens, st.PrefillMs)
+	if st.EvalTokens > 0 && st.PrefillMs > 0 && st.StitchedTokens == 0 {
+		// Read as the prompt's tail (stitching reads tokens all through it).
+		x.a.notePrefill(x.gen.ID(), st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
 	}
 }
 

@@ -286,7 +286,7 @@ func (a *App) warmChat(ctx context.Context, g Generator) (WarmInfo, bool) {
 		return WarmInfo{}, false
 	}
 	if !st.Restored && st.PrefillMs > 0 {
-		a.notePrefill(g.ID(), st.EvalTokens, st.PrefillMs)
+		a.notePrefill(g.ID(), st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
 	}
 	w := WarmInfo{Model: g.ID(), Tokens: st.PromptTokens, Restored: st.Restored, RestoreMs: round(st.RestoreMs),
 		PrefillMs: round(st.PrefillMs), ReadyMs: round(ms(time.Since(start)))}
@@ -323,13 +323,31 @@ func (a *App) WaitWarm(ctx context.Context) error {
 	}
 }
 
-func (a *App) notePrefill(model string, tokens int, ms float64) {
+// notePrefill records that model read tokens from position start in ms.
+func (a *App) notePrefill(model string, start, tokens int, ms float64) {
 	if tokens < 16 || ms <= 0 {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.prefill[model] = ewma(a.prefill[model], float64(tokens)/(ms/1000))
+	c := a.cost[model]
+	if c == nil {
+		c = &prefillCost{}
+		a.cost[model] = c
+	}
+	c.add(start, tokens, ms)
+}
+
+// readable is how many prompt tokens from position start model reads in
+// ms, by what it measured (-1: unknown).
+func (a *App) readable(model string, start int, ms float64) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.cost[model]; c != nil {
+		return c.tokens(start, ms)
+	}
+	return -1
 }
 
 // PrefillSpeed is the main chat model's measured prompt-reading speed in

@@ -124,6 +124,10 @@ func (x *ask) queuePassages() bool {
 		if !p.Passage {
 			continue
 		}
+		if c := x.laid.cut; c != nil && x.passages[n].ChunkID == c.ChunkID {
+			n++
+			continue // cut for this question only
+		}
 		r, ok := rank[x.passages[n].ChunkID]
 		if !ok {
 			r = len(rank) // an earlier turn's: its KV is in the conversation's prefix

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -217,10 +218,13 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	if trim {
 		a.answered = nil
 	}
+	untilAsk := a.untilAsk
 	a.mu.Unlock()
 	go func() {
 		defer let()
-		bg := context.WithoutCancel(ctx)
+		bg, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		defer cancel(nil)
+		defer context.AfterFunc(untilAsk, func() { cancel(context.Cause(untilAsk)) })()
 		if trim {
 			trimmer.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, a.warmTokens())
 		}
@@ -338,10 +342,16 @@ func (x *ask) specKey() string {
 func (x *ask) reuse(g Generator) reuse {
 	base := x.baseKey(g)
 	r := reuse{pool: x.res.Passages}
-	if speed := x.a.prefillSpeed(g.ID()); !x.draft && speed > 0 && x.s.RouteTTFTMs > 0 {
-		// What the model reads in the first-token budget, with a margin
-		// for the first decode and a speed that varies.
-		r.allowance = max(int(speed*float64(x.s.RouteTTFTMs)/1000*readMargin)-questionTokens(x.q), 1)
+	if !x.draft && x.s.RouteTTFTMs > 0 && x.a.readable(g.ID(), 0, 0) >= 0 {
+		// What the model reads in the first-token budget from where the
+		// unread passages begin, with a margin for the first decode and a
+		// speed that varies; the question is read after them.
+		id, ms, q := g.ID(), float64(x.s.RouteTTFTMs)*readMargin, questionTokens(x.q)
+		r.allowance = func(start int) int { return x.a.readable(id, start, ms) - q }
+		r.start = x.a.warmTokens()
+		for _, h := range x.history {
+			r.start += len(h.Content) / 4
+		}
 	}
 	x.a.mu.Lock()
 	defer x.a.mu.Unlock()
@@ -464,7 +474,13 @@ func (x *ask) cutSpeculation() {
 func (x *ask) answeredWith() {
 	x.a.mu.Lock()
 	defer x.a.mu.Unlock()
-	x.a.answered = &heldLayout{base: x.baseKey(x.gen), passages: x.laid.turn}
+	turn := x.laid.turn
+	if c := x.laid.cut; c != nil {
+		// Another question would find a passage cut for this one: what
+		// the sequence holds for others ends before it.
+		turn = turn[:slices.IndexFunc(turn, func(p retrieve.Passage) bool { return p.ChunkID == c.ChunkID })]
+	}
+	x.a.answered = &heldLayout{base: x.baseKey(x.gen), passages: turn}
 }
 
 // warmTokens is the length of the chat model's warm system prefix.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"lore/engine"
 	"lore/index/retrieve"
+	"lore/store"
 )
 
 // PromptVersion changes whenever the prompt's wording or layout changes, so
@@ -36,7 +39,8 @@ type prompt struct {
 	// rest, what is left to read when the held layout was read.
 	kept, stale int
 	newTokens   int
-	late        int // fitted passages left out to keep the first token within the budget (see reuse)
+	late        int         // fitted passages left out to keep the first token within the budget (see reuse)
+	cut         *PassageCut // the best passage, cut for the same reason
 	// parts is text cut around each passage's body, for stitching saved
 	// passage KV (nil if the template moved the bodies out of reach).
 	parts []engine.Part
@@ -126,6 +130,7 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 			used += n
 		}
 	}
+	historyTokens := used
 	budget = max(budget-used, budget/2)
 	var fit []retrieve.Passage
 	used = 0
@@ -171,9 +176,29 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 			lay, keptTokens = l, n
 		}
 	}
-	if read := readPrefix(lay.passages, r.read); (read > 0 || r.typed) && r.allowance > 0 {
+	if read := readPrefix(lay.passages, r.read); (read > 0 || r.typed) && r.allowance != nil {
 		read = max(read, readPrefix(lay.passages, [][]retrieve.Passage{r.answered}))
-		lay = lay.trimUnread(read, fit, size, r.allowance)
+		start := r.start + historyTokens
+		for _, p := range lay.passages[:read] {
+			start += size(p)
+		}
+		cut := func(p retrieve.Passage, n int) (retrieve.Passage, *PassageCut, error) {
+			was := size(p)
+			c := cutPassage(p.Text, question, float64(n)/float64(was))
+			if c == nil {
+				return p, nil, nil
+			}
+			old := p.Text
+			p.Text = c.apply(old)
+			p.Tokens = was * len(p.Text) / len(old) // the estimate, without a tokenizer
+			m, err := tokens(p)
+			c.ChunkID, c.Tokens = p.ChunkID, max(was-m, 0)
+			return p, c, err
+		}
+		var err error
+		if lay, err = lay.trimUnread(read, fit, size, cut, max(r.allowance(start), 1)); err != nil {
+			return prompt{}, err
+		}
 	}
 
 	msgs := []engine.Message{{Role: "system", Content: systemPrompt}}
@@ -202,7 +227,7 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 	if err != nil {
 		return prompt{}, err
 	}
-	p := prompt{text: text, passages: append(all, lay.passages...), turn: lay.passages, kept: lay.kept, stale: lay.stale, late: lay.late}
+	p := prompt{text: text, passages: append(all, lay.passages...), turn: lay.passages, kept: lay.kept, stale: lay.stale, late: lay.late, cut: lay.cut}
 	for i, q := range lay.passages {
 		p.sizes = append(p.sizes, sizes[q.ChunkID])
 		p.turnTokens += sizes[q.ChunkID]
@@ -222,13 +247,17 @@ type reuse struct {
 	pool []retrieve.Passage
 	// read are the layouts (or their first passages) the drafts have read.
 	// When the question was typed (drafts of it were prefetched) or the
-	// prompt starts with a read layout, allowance (0: none) caps
-	// the tokens of this turn's passages left to read after it: the first
-	// token is due within a budget, and what the user's drafts have read
-	// carries the answer's context.
+	// prompt starts with a read layout, allowance (nil: none) caps the
+	// tokens of this turn's passages left to read after it, from the
+	// prompt position they start at: the first token is due within a
+	// budget, and what the user's drafts have read carries the answer's
+	// context. start is about where this turn's passages would begin
+	// without the earlier turns' passages (the system prefix and the
+	// earlier questions and answers).
 	read      [][]retrieve.Passage
 	typed     bool
-	allowance int
+	allowance func(start int) int
+	start     int
 	answered  []retrieve.Passage // the answer sequence's layout, read too
 }
 
@@ -238,8 +267,10 @@ type layout struct {
 	held     []retrieve.Passage // the held layout it starts with
 	// kept is how many (a prefix) came from the held layout, stale how
 	// many of those are not among the passages fitted for this question,
-	// late how many fitted ones were left out (trimUnread).
+	// late how many fitted ones were left out, cut what was cut of the best
+	// one (trimUnread).
 	kept, stale, late int
+	cut               *PassageCut
 }
 
 // arrange orders a turn's passages so that the prompt starts with what a
@@ -377,9 +408,11 @@ func extractive(passages []retrieve.Passage, reason string) string {
 
 // trimUnread leaves out passages the layout has left to read after its
 // first read ones until the rest fits in allowance tokens: stale passages
-// first, then fitted ones from the worst ranked (fit is best first), never
-// the question's best passage.
-func (l layout) trimUnread(read int, fit []retrieve.Passage, size func(retrieve.Passage) int, allowance int) layout {
+// first, then fitted ones from the worst ranked (fit is best first). The
+// question's best passage always stays; when it alone is over the
+// allowance, cut(p, n) shortens it to about n tokens, at least minCut.
+func (l layout) trimUnread(read int, fit []retrieve.Passage, size func(retrieve.Passage) int,
+	cut func(retrieve.Passage, int) (retrieve.Passage, *PassageCut, error), allowance int) (layout, error) {
 	unread := map[int64]bool{}
 	left := 0
 	for _, p := range l.passages[read:] {
@@ -387,7 +420,7 @@ func (l layout) trimUnread(read int, fit []retrieve.Passage, size func(retrieve.
 		left += size(p)
 	}
 	if left <= allowance {
-		return l
+		return l, nil
 	}
 	inFit := map[int64]bool{}
 	for _, p := range fit {
@@ -420,7 +453,19 @@ func (l layout) trimUnread(read int, fit []retrieve.Passage, size func(retrieve.
 		if drop[p.ChunkID] {
 			continue
 		}
-		if len(out.passages) == out.kept && out.kept < len(l.held) && l.held[out.kept].ChunkID == p.ChunkID {
+		cutHere := false
+		if over := left - allowance; over > 0 && len(fit) > 0 && p.ChunkID == fit[0].ChunkID && unread[p.ChunkID] {
+			if n := max(size(p)-over, minCut); n < size(p) {
+				var err error
+				if p, out.cut, err = cut(p, n); err != nil {
+					return l, err
+				}
+				cutHere = out.cut != nil
+			}
+		}
+		// A cut passage is not the text a sequence holds: the kept prefix
+		// ends before it.
+		if !cutHere && len(out.passages) == out.kept && out.kept < len(l.held) && l.held[out.kept].ChunkID == p.ChunkID {
 			out.kept++
 		}
 		if !inFit[p.ChunkID] {
@@ -428,7 +473,7 @@ func (l layout) trimUnread(read int, fit []retrieve.Passage, size func(retrieve.
 		}
 		out.passages = append(out.passages, p)
 	}
-	return out
+	return out, nil
 }
 
 // readPrefix is how many of passages (a prefix) one of the read layouts
@@ -443,4 +488,115 @@ func readPrefix(passages []retrieve.Passage, read [][]retrieve.Passage) int {
 		best = max(best, n)
 	}
 	return best
+}
+
+// minCut is the fewest tokens the best passage is cut to.
+const minCut = 64
+
+// PassageCut is the part of a passage a prompt kept when it cut the
+// passage to keep the first-token budget: Words words from word From
+// (splitWords), Tokens fewer than the whole. Traces record it so that a
+// follow-up renders the turn as it was sent.
+type PassageCut struct {
+	ChunkID int64 `json:"chunk_id"`
+	From    int   `json:"from"`
+	Words   int   `json:"words"`
+	Tokens  int   `json:"tokens"`
+}
+
+// cutPassage picks the run of about frac of text's words that holds the
+// most of the question's search words (each counted once, then all their
+// occurrences; the first such run), so a passage cut to answer fast keeps
+// what the question asks about. It is nil when nothing would be cut.
+func cutPassage(text, question string, frac float64) *PassageCut {
+	words := splitWords(text)
+	keep := max(int(float64(len(words))*frac), 1)
+	if keep >= len(words) {
+		return nil
+	}
+	terms := map[string]bool{}
+	for _, w := range store.QueryWords(question) {
+		terms[w] = true
+	}
+	term := make([]string, len(words)) // the question's word each word is, or ""
+	for i, w := range words {
+		for _, f := range store.QueryWords(w) {
+			if terms[f] {
+				term[i] = f
+				break
+			}
+		}
+	}
+	count := map[string]int{}
+	distinct, hits := 0, 0
+	add := func(i, d int) {
+		if t := term[i]; t != "" {
+			if count[t] == 0 {
+				distinct++
+			}
+			count[t] += d
+			if count[t] == 0 {
+				distinct--
+			}
+			hits += d
+		}
+	}
+	best, bestScore := 0, -1
+	for i := range words {
+		add(i, 1)
+		if i >= keep {
+			add(i-keep, -1)
+		}
+		if i >= keep-1 {
+			if score := distinct*len(words) + hits; score > bestScore {
+				best, bestScore = i-keep+1, score
+			}
+		}
+	}
+	return &PassageCut{From: best, Words: keep}
+}
+
+// apply cuts text as c says; "…" marks what is left out.
+func (c *PassageCut) apply(text string) string {
+	words := splitWords(text)
+	from := min(c.From, len(words))
+	to := min(from+c.Words, len(words))
+	out := strings.TrimSpace(strings.Join(words[from:to], ""))
+	if from > 0 {
+		out = "… " + out
+	}
+	if to < len(words) {
+		out += " …"
+	}
+	return out
+}
+
+// longWord is the most runes one of splitWords' words holds: text without
+// spaces (CJK, a long URL) can be cut too.
+const longWord = 16
+
+// splitWords splits text into words, each with the spacing after it, so
+// that a run of them reads as written.
+func splitWords(text string) []string {
+	var out []string
+	for rest := text; rest != ""; {
+		end := strings.IndexFunc(rest, unicode.IsSpace)
+		if end < 0 {
+			end = len(rest)
+		}
+		spaced := end + len(rest[end:]) - len(strings.TrimLeftFunc(rest[end:], unicode.IsSpace))
+		word := rest[:spaced]
+		for utf8.RuneCountInString(word[:end]) > longWord {
+			i := 0
+			for range longWord {
+				_, size := utf8.DecodeRuneInString(word[i:])
+				i += size
+			}
+			out = append(out, word[:i])
+			word, end = word[i:], end-i
+		}
+		out = append(out, word)
+		rest = rest[spaced:]
+	}
+	return out
 }

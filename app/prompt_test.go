@@ -147,6 +147,11 @@ func TestArrange(t *testing.T) {
 func TestTrimUnread(t *testing.T) {
 	p := passagesOf
 	size := func(p retrieve.Passage) int { return p.Tokens }
+	cut := func(p retrieve.Passage, n int) (retrieve.Passage, *PassageCut, error) {
+		c := &PassageCut{ChunkID: p.ChunkID, Tokens: p.Tokens - n}
+		p.Tokens = n
+		return p, c, nil
+	}
 	tests := []struct {
 		name           string
 		passages, held []retrieve.Passage
@@ -155,26 +160,70 @@ func TestTrimUnread(t *testing.T) {
 		allowance      int
 		want           []int64
 		kept, late     int
+		cut            int // tokens cut from the best
 	}{
-		{"within the allowance", p(1, 2, 3), p(1, 2), p(1, 2, 3), 2, 100, []int64{1, 2, 3}, 2, 0},
-		{"the worst unread goes", p(1, 2, 3, 4), p(1, 2), p(3, 1, 2, 4), 2, 100, []int64{1, 2, 3}, 2, 1},
-		{"stale before fitted", p(1, 5, 3, 4), p(1, 5), p(1, 3, 4), 1, 200, []int64{1, 3, 4}, 1, 0},
-		{"the best always stays", p(1, 2, 3, 4), p(1), p(4, 3, 1, 2), 1, 50, []int64{1, 4}, 1, 2},
-		{"read passages are never trimmed", p(1, 2, 3), p(1, 2, 3), p(3, 2, 1), 3, 0, []int64{1, 2, 3}, 3, 0},
-		{"an unread held passage counts", p(1, 2, 3, 4), p(1, 2, 3), p(1, 2, 3, 4), 1, 200, []int64{1, 2, 3}, 3, 1},
+		{"within the allowance", p(1, 2, 3), p(1, 2), p(1, 2, 3), 2, 100, []int64{1, 2, 3}, 2, 0, 0},
+		{"the worst unread goes", p(1, 2, 3, 4), p(1, 2), p(3, 1, 2, 4), 2, 100, []int64{1, 2, 3}, 2, 1, 0},
+		{"stale before fitted", p(1, 5, 3, 4), p(1, 5), p(1, 3, 4), 1, 200, []int64{1, 3, 4}, 1, 0, 0},
+		{"the best stays, cut to the allowance", p(1, 2, 3, 4), p(1), p(4, 3, 1, 2), 1, 80, []int64{1, 4}, 1, 2, 20},
+		{"the best is cut to no less than minCut", p(1, 2, 3), p(1), p(3, 1, 2), 1, 1, []int64{1, 3}, 1, 1, 100 - minCut},
+		{"a cut held passage ends the kept prefix", p(1, 2, 3), p(1, 2, 3), p(2, 1, 3), 1, 50, []int64{1, 2}, 1, 1, 100 - minCut},
+		{"read passages are never trimmed", p(1, 2, 3), p(1, 2, 3), p(3, 2, 1), 3, 0, []int64{1, 2, 3}, 3, 0, 0},
+		{"an unread held passage counts", p(1, 2, 3, 4), p(1, 2, 3), p(1, 2, 3, 4), 1, 200, []int64{1, 2, 3}, 3, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := layout{passages: tt.passages, held: tt.held, kept: len(tt.held)}
-			got := l.trimUnread(tt.read, tt.fit, size, tt.allowance)
-			var ids []int64
-			for _, x := range got.passages {
-				ids = append(ids, x.ChunkID)
+			got, err := l.trimUnread(tt.read, tt.fit, size, cut, tt.allowance)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !slices.Equal(ids, tt.want) || got.kept != tt.kept || got.late != tt.late {
-				t.Errorf("trimUnread = %v kept %d late %d, want %v kept %d late %d", ids, got.kept, got.late, tt.want, tt.kept, tt.late)
+			cut := 0
+			if got.cut != nil {
+				cut = got.cut.Tokens
+				if got.cut.ChunkID != tt.fit[0].ChunkID {
+					t.Errorf("cut passage %d, want the best, %d", got.cut.ChunkID, tt.fit[0].ChunkID)
+				}
+			}
+			if ids := chunkIDs(got.passages); !slices.Equal(ids, tt.want) || got.kept != tt.kept || got.late != tt.late || cut != tt.cut {
+				t.Errorf("trimUnread = %v kept %d late %d cut %d, want %v kept %d late %d cut %d",
+					ids, got.kept, got.late, cut, tt.want, tt.kept, tt.late, tt.cut)
 			}
 		})
+	}
+}
+
+func TestCutPassage(t *testing.T) {
+	doc := "Intro words here.\nNothing to see.\nThe HNSW index keeps\n  ef_search candidates per layer.\nTrailing text."
+	tests := []struct {
+		name, text, question string
+		frac                 float64
+		want                 string // "": not cut
+	}{
+		{"all of it", doc, "hnsw", 1, ""},
+		{"the run with the most of the question's words", doc, "what does the hnsw index do with ef_search", 0.25,
+			"… HNSW index keeps\n  ef_search …"},
+		{"no question word: the start", doc, "unrelated", 0.2, "Intro words here. …"},
+		{"then the most occurrences", "alpha x beta y z alpha beta alpha", "alpha beta", 0.375, "… alpha beta alpha"},
+		{"text without spaces is cut too", strings.Repeat("索引", 40), "索引", 0.6, strings.Repeat("索引", 24) + " …"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cutPassage(tt.text, tt.question, tt.frac)
+			got := ""
+			if c != nil {
+				got = c.apply(tt.text)
+			}
+			if got != tt.want {
+				t.Errorf("cut = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// splitWords keeps every byte: a cut of it all is the text.
+	for _, s := range []string{doc, " lead\tand trail \n", strings.Repeat("x", 50) + " y"} {
+		if got := strings.Join(splitWords(s), ""); got != s {
+			t.Errorf("splitWords(%q) joined = %q", s, got)
+		}
 	}
 }
 

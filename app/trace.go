@@ -69,6 +69,10 @@ type Trace struct {
 	// drafts' passages were read, and reading these too would have missed
 	// the first-token budget (Settings.RouteTTFTMs).
 	LatePassages int `json:"late_passages,omitempty"`
+	// Cut is what was kept of the question's best passage when it alone
+	// was too long to read within the same budget: the run of its words
+	// that holds the most of the question's words.
+	Cut *PassageCut `json:"cut,omitempty"`
 	// Stitch says whether saved passage KV was used: "" (the setting is
 	// off), "on", or "refused" (StitchNote says why). Stitched passages
 	// were placed from their saved KV, StitchedTokens of them not read,

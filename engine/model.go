@@ -254,6 +254,11 @@ func (m *Model) noteLog(line string) {
 // holds it now.
 func (m *Model) QueueStats() QueueStats { return m.queue.Stats() }
 
+// Reserve keeps background work (reading ahead, saving passage KV) off the
+// model until release, preempting what runs, for work of ctx's priority
+// that is about to come (see Queue.Reserve).
+func (m *Model) Reserve(ctx context.Context) (release func()) { return m.queue.Reserve(ctx) }
+
 // Start starts the runner and loads the model now rather than on first use.
 func (m *Model) Start(ctx context.Context) error {
 	release, _, err := m.queue.Acquire(ctx)

@@ -52,6 +52,9 @@ type Queue struct {
 	// only for a holder that asked to be preemptible, of priority holder.
 	preempt context.CancelCauseFunc
 	holder  Priority
+	// reserved counts the reservations of each priority (Reserve): work
+	// below the highest waits as if that reservation were waiting.
+	reserved map[Priority]int
 }
 
 // QueueStats is a snapshot of a queue.
@@ -95,8 +98,9 @@ func (w *waiters) Pop() any {
 // returns a release func and how long it waited.
 func (q *Queue) Acquire(ctx context.Context) (release func(), waited time.Duration, err error) {
 	start := time.Now()
+	prio := priorityOf(ctx)
 	q.mu.Lock()
-	if !q.busy && len(q.waiting) == 0 {
+	if !q.busy && len(q.waiting) == 0 && !q.heldBack(prio) {
 		q.busy = true
 		q.served++
 		q.mu.Unlock()
@@ -107,11 +111,14 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), waited time.Durati
 		return nil, 0, ErrBusy
 	}
 	q.seq++
-	w := &waiter{prio: priorityOf(ctx), seq: q.seq, ready: make(chan struct{})}
+	w := &waiter{prio: prio, seq: q.seq, ready: make(chan struct{})}
 	heap.Push(&q.waiting, w)
 	if q.preempt != nil && w.prio > q.holder {
 		q.preempt(ErrPreempted)
 		q.preempt = nil
+	}
+	if !q.busy { // free, but held back for a reservation: maybe not from w
+		q.releaseLocked()
 	}
 	q.mu.Unlock()
 
@@ -135,6 +142,49 @@ func (q *Queue) Acquire(ctx context.Context) (release func(), waited time.Durati
 	}
 }
 
+// Reserve keeps the queue for work of the priority carried by ctx (or
+// higher) until release is called, as if that work were waiting: a
+// preemptible holder of a lower priority is preempted at once, and lower
+// work waits. A question reserves the chat model from Enter to its
+// answer's end, so that reading ahead does not share the CPU with its
+// query embedding.
+func (q *Queue) Reserve(ctx context.Context) (release func()) {
+	prio := priorityOf(ctx)
+	q.mu.Lock()
+	if q.reserved == nil {
+		q.reserved = map[Priority]int{}
+	}
+	q.reserved[prio]++
+	if q.preempt != nil && prio > q.holder {
+		q.preempt(ErrPreempted)
+		q.preempt = nil
+	}
+	q.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			if q.reserved[prio]--; q.reserved[prio] == 0 {
+				delete(q.reserved, prio)
+			}
+			if !q.busy {
+				q.releaseLocked()
+			}
+		})
+	}
+}
+
+// heldBack reports whether work of priority p waits for a reservation.
+func (q *Queue) heldBack(p Priority) bool {
+	for r := range q.reserved {
+		if r > p {
+			return true
+		}
+	}
+	return false
+}
+
 // AcquirePreemptible is Acquire for work that gives way: the returned
 // context is derived from ctx and is cancelled, with cause ErrPreempted, as
 // soon as a caller of a higher priority waits for the queue. The holder
@@ -147,7 +197,7 @@ func (q *Queue) AcquirePreemptible(ctx context.Context) (hold context.Context, r
 	hold, cancel := context.WithCancelCause(ctx)
 	prio := priorityOf(ctx)
 	q.mu.Lock()
-	if len(q.waiting) > 0 && q.waiting[0].prio > prio {
+	if len(q.waiting) > 0 && q.waiting[0].prio > prio || q.heldBack(prio) {
 		cancel(ErrPreempted) // it queued while the turn was being handed over
 	} else {
 		q.preempt, q.holder = cancel, prio
@@ -171,12 +221,15 @@ func (q *Queue) release() {
 	q.releaseLocked()
 }
 
+// releaseLocked hands the turn to the first waiter, unless it is held back
+// for a reservation; then the queue is free until the reservation ends.
 func (q *Queue) releaseLocked() {
-	if len(q.waiting) == 0 {
+	if len(q.waiting) == 0 || q.heldBack(q.waiting[0].prio) {
 		q.busy = false
 		return
 	}
 	w := heap.Pop(&q.waiting).(*waiter)
+	q.busy = true
 	q.served++
 	close(w.ready)
 }

@@ -135,3 +135,70 @@ func TestQueuePreemptible(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueReserve: a reservation preempts lower reading at once, holds
+// lower work back while it lasts (even on a free queue) and lets work of
+// its own priority through; when it ends, the held-back work runs.
+func TestQueueReserve(t *testing.T) {
+	q := NewQueue(0)
+	bg := WithPriority(context.Background(), Background)
+	hold, release, _, err := q.AcquirePreemptible(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := q.Reserve(context.Background()) // interactive
+	select {
+	case <-hold.Done():
+	case <-time.After(time.Second):
+		t.Fatal("reading ahead not preempted by the reservation")
+	}
+	release()
+
+	got := make(chan struct{})
+	go func() {
+		rel, _, err := q.Acquire(bg)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		close(got)
+		rel()
+	}()
+	for q.Stats().Waiting != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-got:
+		t.Fatal("background work ran on a reserved queue")
+	case <-time.After(50 * time.Millisecond):
+	}
+	// A held-back waiter that gives up leaves the queue as it was.
+	gaveUp, cancel := context.WithCancel(bg)
+	cancel()
+	if _, _, err := q.Acquire(gaveUp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled held-back waiter: %v", err)
+	}
+	if s := q.Stats(); s.Busy || s.Waiting != 1 {
+		t.Fatalf("queue after a held-back waiter gave up: %+v", s)
+	}
+	rel, waited, err := q.Acquire(context.Background()) // the question itself
+	if err != nil || waited > 20*time.Millisecond {
+		t.Fatalf("interactive work on its own reservation: waited %v, err %v", waited, err)
+	}
+	rel()
+	select {
+	case <-got:
+		t.Fatal("background work ran on a reserved queue")
+	case <-time.After(20 * time.Millisecond):
+	}
+	end()
+	end() // a second call is harmless
+	select {
+	case <-got:
+	case <-time.After(time.Second):
+		t.Fatal("background work still held back after the reservation")
+	}
+	for q.Stats().Busy {
+		time.Sleep(time.Millisecond)
+	}
+}

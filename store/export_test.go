@@ -41,9 +41,8 @@ func (db *DB) SearchBM25Reference(ctx context.Context, ws int64, query string, l
 // Internals for the external test package (store_test), which can import lore/index/retrieve
 // for its synthetic corpus.
 var (
-	QueryWords = queryWords
-	MatchExpr  = matchExpr
-	RankFirst  = (*DB).rankFirst
+	MatchExpr = matchExpr
+	RankFirst = (*DB).rankFirst
 )
 
 // Plan exposes RankBM25's plan for a query's words.

@@ -322,7 +322,7 @@ func scanRanked(rows *sql.Rows, limit int) (out []Ranked, n int, err error) {
 // unicode61 tokenizer sees them, so operators, column filters, prefixes and parentheses
 // in the input are just separators.
 func MatchQuery(text string) string {
-	return matchExpr(queryWords(text))
+	return matchExpr(QueryWords(text))
 }
 
 // matchExpr ORs words, each quoted as an FTS5 string.
@@ -334,8 +334,9 @@ func matchExpr(words []string) string {
 	return strings.Join(quoted, " OR ")
 }
 
-// queryWords splits text into the distinct lower-case words MatchQuery searches for.
-func queryWords(text string) []string {
+// QueryWords splits text into the distinct lower-case words MatchQuery searches
+// for: its words without the stopwords (unless it has nothing else).
+func QueryWords(text string) []string {
 	words, _ := splitQuery(text)
 	return words
 }

@@ -22,7 +22,7 @@ func TestIndexTokensMatchIndex(t *testing.T) {
 	}
 	text := "Running caresses ponies relational generalizations café NAÏVE Straße 日本語 x²y HTTPServer o'clock v1.2.3 ǅemal"
 	fx.put(t, "t.txt", text)
-	words := queryWords(text)
+	words := QueryWords(text)
 	toks, err := fx.db.terms.tokens(ctx, words)
 	if err != nil {
 		t.Fatal(err)

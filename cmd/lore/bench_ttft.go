@@ -33,6 +33,7 @@ type ttftReport struct {
 	PrefetchAdopted float64  `json:"prefetch_adopted_rate"` // hits and partial hits: the drafts' reading was used
 	PrefetchMisses  []string `json:"prefetch_misses"`
 	LatePassages    int      `json:"typed_late_passages"` // left out to keep the first-token budget, in all
+	CutPassages     int      `json:"typed_cut_passages"`  // best passages cut for that budget
 	// ColdRecall and TypedRecall are the share of questions whose prompt
 	// held a document labelled relevant: what typing ahead costs the answer.
 	ColdRecall   float64 `json:"cold_prompt_recall"`
@@ -178,7 +179,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	}
 
 	gap := time.Duration(float64(time.Second) / *cps)
-	var partial, late int
+	var partial, late, cut int
 	typedRun := func(mode string, qs []app.EvalQuery) (ttft, eval []float64, hits int, misses []string, err error) {
 		for i, q := range qs {
 			sends, enter := bench.Typing(q.Query, gap)
@@ -211,12 +212,19 @@ func benchTTFT(ctx context.Context, args []string) error {
 				misses = append(misses, fmt.Sprintf("%s: %s", tr.Prefetch, tr.PrefetchMiss))
 			}
 			late += tr.LatePassages
+			cutTokens := 0
+			if tr.Cut != nil {
+				cut++
+				cutTokens = tr.Cut.Tokens
+			}
 			if mode == "typed" {
 				recall(&typedFound, q.Query)
 			}
-			logf("%s %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d stitched, %d evaluated after Enter; passages: %d new, %d stale, %d late)", mode, i+1, len(qs),
-				tr.Stages[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.StitchedTokens, tr.EvalTokens,
-				tr.PrefetchNewPassages, tr.StalePassages, tr.LatePassages)
+			st := tr.Stages
+			logf("%s %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d stitched, %d evaluated after Enter; passages: %d new, %d stale, %d late, %d tokens cut; ms: queue %.0f, retrieval %.0f (embed %.0f, rerank %.0f), assemble %.0f, prefill %.0f, first decode %.0f)", mode, i+1, len(qs),
+				st[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.StitchedTokens, tr.EvalTokens,
+				tr.PrefetchNewPassages, tr.StalePassages, tr.LatePassages, cutTokens,
+				st[app.StageQueue], st[app.StageRetrieval], st[app.StageEmbed], st[app.StageRerank], st[app.StageAssemble], st[app.StagePrefill], st[app.StageFirstDecode])
 		}
 		return ttft, eval, hits, misses, nil
 	}
@@ -231,7 +239,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	rep.PrefetchMisses = misses
 	rep.PrefetchHit = round2(float64(hits) / float64(max(*n, 1)))
 	rep.PrefetchAdopted = round2(float64(hits+partial) / float64(max(*n, 1)))
-	rep.LatePassages = late
+	rep.LatePassages, rep.CutPassages = late, cut
 	rep.ColdRecall = round2(float64(coldFound) / float64(max(*n, 1)))
 	rep.TypedRecall = round2(float64(typedFound) / float64(max(*n, 1)))
 
@@ -333,8 +341,8 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median)\n", rep.Model, rep.Questions, int(rep.PromptP50))
 	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median)\n", rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50))
 	fmt.Printf("  cold prompts held a relevant document for %.0f%% of the questions\n", 100*rep.ColdRecall)
-	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%%, adopted %.0f%% at %.0f chars/s; %d passages left out for time; prompts held a relevant document for %.0f%%)\n",
-		rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, 100*rep.PrefetchAdopted, cps, rep.LatePassages, 100*rep.TypedRecall)
+	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%%, adopted %.0f%% at %.0f chars/s; %d passages left out and %d cut for time; prompts held a relevant document for %.0f%%)\n",
+		rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, 100*rep.PrefetchAdopted, cps, rep.LatePassages, rep.CutPassages, 100*rep.TypedRecall)
 	if rep.FollowupReuse < 0 {
 		fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (the server reports no cached tokens: reuse unknown)\n", rep.FollowupP50, rep.FollowupP95)
 	} else {

@@ -145,6 +145,9 @@ export interface Trace {
   stale_passages?: number;
   /** Passages among the best left out: reading them would have missed the first-token budget. */
   late_passages?: number;
+  /** The best passage, cut for the same budget: the run of `words` words from word `from` (the one with the most of
+   * the question's words) stayed, `tokens` fewer than the whole. */
+  cut?: { chunk_id: number; from: number; words: number; tokens: number };
   /** Saved passage KV: '' (setting off), on, or refused (stitch_note says why). Approximate. */
   stitch?: 'on' | 'refused' | string;
   stitch_note?: string;

@@ -204,6 +204,7 @@ class Turn {
     if (this.trace?.decode_tok_s !== undefined) parts.push(fmtRate(this.trace.decode_tok_s, 'tok/s'));
     if (readWhileTyping(this.trace)) parts.push(`${fmtInt(this.trace?.prefetched_tokens)} tokens prefilled while you typed`);
     if (this.trace?.late_passages) parts.push(`${fmtInt(this.trace.late_passages)} passages left out to answer fast`);
+    if (this.trace?.cut) parts.push(`best passage cut by ${fmtInt(this.trace.cut.tokens)} tokens to answer fast`);
     if (this.trace?.stitched_passages) parts.push(`${fmtInt(this.trace.stitched_passages)} passages from saved KV (approximate)`);
     if (this.trace?.fallback_level) parts.push(`fallback ${fmtNum(this.trace.fallback_level, 0)}`);
     this.metaLine.textContent = parts.join(' · ');

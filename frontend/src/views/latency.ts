@@ -69,6 +69,7 @@ function prefetchText(t: Trace): string {
   }
   if (t.stale_passages) parts.push(`${fmtInt(t.stale_passages)} kept from the drafts`);
   if (t.late_passages) parts.push(`${fmtInt(t.late_passages)} left out: reading them would miss the first-token budget`);
+  if (t.cut) parts.push(`best passage cut by ${fmtInt(t.cut.tokens)} tokens for the same budget`);
   return parts.join(' · ');
 }
 
