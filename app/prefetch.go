@@ -478,7 +478,9 @@ func (x *ask) answeredWith() {
 	if c := x.laid.cut; c != nil {
 		// Another question would find a passage cut for this one: what
 		// the sequence holds for others ends before it.
-		turn = turn[:slices.IndexFunc(turn, func(p retrieve.Passage) bool { return p.ChunkID == c.ChunkID })]
+		if i := slices.IndexFunc(turn, func(p retrieve.Passage) bool { return p.ChunkID == c.ChunkID }); i >= 0 {
+			turn = turn[:i]
+		}
 	}
 	x.a.answered = &heldLayout{base: x.baseKey(x.gen), passages: turn}
 }

@@ -7,10 +7,10 @@ import "math"
 // attention spans every cell before it: on a 2-core AMD EPYC the 0.5b
 // model reads a token at position 700 about 1.7× slower than the first
 // (a/b ≈ 1,000 fitted), so a single tokens-per-second figure, measured
-// mostly on cold prompts,
-// promised more reading after Enter (behind a prompt read while typing)
-// than the first-token budget holds. a and b are fitted by least squares
-// over the recent prefills, older ones weighing less.
+// mostly on cold prompts, promised more reading after Enter (behind a
+// prompt read while typing) than the first-token budget holds. a and b
+// are fitted by least squares over the recent prefills, older ones
+// weighing less.
 type prefillCost struct {
 	// Weighted sums of the regressors x1 = n, x2 = positions read
 	// (n·s + n²/2) and of the milliseconds y.
