@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,9 +118,10 @@ func newApp(t *testing.T, o opts) *app.App {
 }
 
 type recorded struct {
-	events []string
-	answer strings.Builder
-	trace  *app.Trace
+	events  []string
+	answer  strings.Builder
+	sources app.Sources
+	trace   *app.Trace
 }
 
 func ask(t *testing.T, a *app.App, q string, chat int64) *recorded {
@@ -127,8 +129,11 @@ func ask(t *testing.T, a *app.App, q string, chat int64) *recorded {
 	r := &recorded{}
 	tr, err := a.Ask(context.Background(), app.AskRequest{Question: q, ChatID: chat}, func(ev app.Event) error {
 		r.events = append(r.events, ev.Kind())
-		if tok, ok := ev.(app.Token); ok {
-			r.answer.WriteString(tok.Text)
+		switch ev := ev.(type) {
+		case app.Token:
+			r.answer.WriteString(ev.Text)
+		case app.Sources:
+			r.sources = ev
 		}
 		return nil
 	})
@@ -212,6 +217,7 @@ func checkTrace(t *testing.T, r *recorded) {
 	if tr.Stages[app.StageTotal] < tr.Stages[app.StageTTFT] {
 		t.Errorf("total %v < ttft %v", tr.Stages[app.StageTotal], tr.Stages[app.StageTTFT])
 	}
+	checkSupport(t, r)
 	// The stages before generation fit inside TTFT.
 	pre := tr.Stages[app.StageQueue] + tr.Stages[app.StageRetrieval] + tr.Stages[app.StageRerank] + tr.Stages[app.StageAssemble]
 	if pre > tr.Stages[app.StageTTFT]+0.01 {
@@ -225,6 +231,34 @@ func checkTrace(t *testing.T, r *recorded) {
 	si, ti := strings.Index(order, "sources"), strings.Index(order, "token")
 	if !strings.HasPrefix(order, "trace,") || si < 0 || ti < 0 || si > ti || !strings.HasSuffix(order, ",done") {
 		t.Errorf("event order %s", order)
+	}
+}
+
+// checkSupport asserts the trace scores the answer it streamed against the
+// sources it sent (which sentences are checked, and which cite nothing,
+// depends on the answer alone), and that an extractive answer has no score.
+func checkSupport(t *testing.T, r *recorded) {
+	t.Helper()
+	tr := r.trace
+	if tr.Route == "extractive" {
+		if tr.Support != nil || tr.CheckedSentences != 0 {
+			t.Errorf("extractive answer scored: support set %v, %d sentences", tr.Support != nil, tr.CheckedSentences)
+		}
+		return
+	}
+	texts := make([]string, len(r.sources))
+	for i, s := range r.sources {
+		texts[i] = s.Text
+	}
+	want := app.CheckSupport(r.answer.String(), texts)
+	t.Logf("support: %d of %d checked sentences (%d uncited)", tr.SupportedSentences, tr.CheckedSentences, tr.UncitedSentences)
+	if (tr.Support != nil) != (want.Score != nil) || tr.CheckedSentences != want.Sentences || tr.UncitedSentences != want.Uncited {
+		t.Errorf("support set %v, %d sentences (%d uncited); the streamed answer has %d checkable (%d uncited): %q",
+			tr.Support != nil, tr.CheckedSentences, tr.UncitedSentences, want.Sentences, want.Uncited, r.answer.String())
+	}
+	if tr.Support != nil && (tr.SupportedSentences > tr.CheckedSentences ||
+		math.Abs(*tr.Support-float64(tr.SupportedSentences)/float64(tr.CheckedSentences)) > 0.001) {
+		t.Errorf("support %v, %d of %d sentences", *tr.Support, tr.SupportedSentences, tr.CheckedSentences)
 	}
 }
 

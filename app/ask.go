@@ -558,6 +558,8 @@ func (x *ask) finish(err error) {
 		if errors.Is(err, context.Canceled) || errors.Is(x.ctx.Err(), context.Canceled) {
 			t.StopReason = "cancel"
 		}
+	} else if x.gen != nil { // an extractive answer quotes its passages: nothing to check
+		x.noteSupport()
 	}
 	if t.ChatID != 0 && (x.answer.Len() > 0 || t.Error != "") {
 		content := x.answer.String()
@@ -590,6 +592,18 @@ func (x *ask) finish(err error) {
 	if err == nil || t.StopReason == "cancel" {
 		x.send(Done{t})
 	}
+}
+
+// noteSupport records how well the answer is backed by the passages its
+// prompt numbered, each as the model read it (CheckSupport).
+func (x *ask) noteSupport() {
+	texts := make([]string, len(x.passages))
+	for i, p := range x.passages {
+		texts[i] = strings.TrimPrefix(sourceBlock(i+1, p), sourceNumber(i+1))
+	}
+	s := CheckSupport(x.answer.String(), texts)
+	t := x.t
+	t.Support, t.CheckedSentences, t.SupportedSentences, t.UncitedSentences = s.Score, s.Sentences, s.Supported, s.Uncited
 }
 
 func (a *App) saveTrace(ctx context.Context, t *Trace) error {

@@ -218,6 +218,34 @@ type TraceStats struct {
 	// Caches is how often the retrieval result cache and the query
 	// embedding cache answered, over the answers of the window.
 	Caches CacheRates `json:"caches"`
+	// Support summarises the answers' support scores (Trace.Support).
+	Support SupportStats `json:"support"`
+}
+
+// SupportStats summarises the support scores of a window's answers, over
+// those that have one.
+type SupportStats struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"` // 0 with none
+	// Low is how many scored under LowSupport; LowRate is their share (0
+	// with none).
+	Low     int     `json:"low"`
+	LowRate float64 `json:"low_rate"`
+	sum     float64
+}
+
+// LowSupport is the score under which an answer counts as poorly
+// supported: fewer than half of its checked sentences are.
+const LowSupport = 0.5
+
+func (s *SupportStats) add(score float64) {
+	s.N++
+	s.sum += score
+	if score < LowSupport {
+		s.Low++
+	}
+	s.Mean = round(s.sum / float64(s.N))
+	s.LowRate = round(float64(s.Low) / float64(s.N))
 }
 
 // CacheRates counts cache lookups and hits. An embedding is looked up only
@@ -301,6 +329,7 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 			RetrievalCacheHit bool               `json:"retrieval_cache_hit"`
 			EmbedCacheHit     bool               `json:"embed_cache_hit"`
 			EmbedLookup       bool               `json:"embed_lookup"`
+			Support           *float64           `json:"support"`
 			Stages            map[string]float64 `json:"stages"`
 		}
 		ok := json.Unmarshal(r.JSON, &t) == nil
@@ -313,6 +342,9 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 		if ok {
 			addTo(prefetch, t.Prefetch, r)
 			addTo(route, t.RouteRole, r)
+			if t.Support != nil {
+				out.Support.add(*t.Support)
+			}
 		}
 		i := 0
 		for i < len(ttftBins) && r.TTFTms > ttftBins[i] {

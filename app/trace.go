@@ -95,6 +95,15 @@ type Trace struct {
 	DraftAcceptRate *float64 `json:"draft_accept_rate,omitempty"`
 	SpecNote        string   `json:"spec_note,omitempty"`
 	Error           string   `json:"error,omitempty"`
+	// Support is the share of the answer's checked sentences whose words
+	// mostly occur in the passages they cite (CheckSupport): absent when no
+	// sentence could be checked, for an extractive answer and for one that
+	// did not finish. CheckedSentences, SupportedSentences and
+	// UncitedSentences are its counts.
+	Support            *float64 `json:"support,omitempty"`
+	CheckedSentences   int      `json:"checked_sentences,omitempty"`
+	SupportedSentences int      `json:"supported_sentences,omitempty"`
+	UncitedSentences   int      `json:"uncited_sentences,omitempty"`
 
 	Stages      map[string]float64 `json:"stages"`
 	StageStarts map[string]float64 `json:"stage_starts"`

@@ -341,13 +341,32 @@ func QueryWords(text string) []string {
 	return words
 }
 
+// ContentWords splits text into its lower-case words as QueryWords does and leaves
+// out the stopwords: every other word, repeats included, in order, with no cap.
+// A sentence of stopwords alone has none.
+func ContentWords(text string) []string {
+	var out []string
+	for _, w := range lowerWords(text) {
+		if !stopwords[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// lowerWords splits text into lower-case runs of letters and numbers, as FTS5's
+// unicode61 tokenizer sees words.
+func lowerWords(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.Is(unicode.Mn, r)
+	})
+}
+
 // splitQuery splits text into the distinct lower-case words searched for and the
 // stopwords left out of them (none when only stopwords were found: then they are the
 // words searched).
 func splitQuery(text string) (words, stops []string) {
-	all := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.Is(unicode.Mn, r)
-	})
+	all := lowerWords(text)
 	seen := make(map[string]bool, len(all))
 	var keep []string
 	for _, w := range all {

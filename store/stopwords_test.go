@@ -25,6 +25,23 @@ func TestSplitQuery(t *testing.T) {
 	}
 }
 
+func TestContentWords(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{"The river market opens at dawn.", []string{"river", "market", "opens", "dawn"}},
+		{"Boats, boats — and BOATS!", []string{"boats", "boats", "boats"}}, // repeats kept, case folded
+		{"who is it", nil}, // unlike QueryWords, stopwords alone are not kept
+		{"It doesn't open on day-2 [1].", []string{"open", "day", "2", "1"}},
+		{"", nil},
+	} {
+		if got := ContentWords(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("ContentWords(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
 func TestGetVarint(t *testing.T) {
 	for _, tc := range []struct {
 		b    []byte

@@ -114,6 +114,9 @@ func printTrace(t *app.Trace) {
 	if t.RouteReason != "" {
 		fmt.Printf("%s model: %s\n", t.RouteRole, t.RouteReason)
 	}
+	if s := supportText(t); s != "" {
+		fmt.Println(s)
+	}
 	if t.SpecNote != "" {
 		fmt.Printf("speculation %s", t.SpecNote)
 		if t.Drafted > 0 {
@@ -124,6 +127,19 @@ func printTrace(t *app.Trace) {
 		}
 		fmt.Println()
 	}
+}
+
+// supportText says how well the answer is backed by its passages
+// (app.CheckSupport): "support 4/5 sentences (80%)"; "" without a score.
+func supportText(t *app.Trace) string {
+	if t.Support == nil {
+		return ""
+	}
+	s := fmt.Sprintf("support %d/%d sentences (%.0f%%)", t.SupportedSentences, t.CheckedSentences, 100**t.Support)
+	if t.UncitedSentences > 0 {
+		s += fmt.Sprintf(" · %d uncited", t.UncitedSentences)
+	}
+	return s
 }
 
 func tracesCmd(ctx context.Context, args []string) error {
@@ -175,6 +191,9 @@ func tracesCmd(ctx context.Context, args []string) error {
 	}
 	for l, s := range stats.ByFallback {
 		fmt.Printf("fallback %-8s n=%-4d ttft p50 %.1f p95 %.1f p99 %.1f\n", l, s.N, s.TTFT.P50, s.TTFT.P95, s.TTFT.P99)
+	}
+	if s := stats.Support; s.N > 0 {
+		fmt.Printf("support mean %.0f%% over %d answers · %d (%.0f%%) under %.0f%%\n", 100*s.Mean, s.N, s.Low, 100*s.LowRate, 100*app.LowSupport)
 	}
 	return nil
 }

@@ -54,6 +54,9 @@ func yes(b bool) string {
 // modelsCmd lists the model files found, the ones in use and the runner
 // build they run on.
 func modelsCmd(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "fetch" {
+		return fetchCmd(ctx, args[1:])
+	}
 	fs := flag.NewFlagSet("models", flag.ContinueOnError)
 	var f appFlags
 	f.register(fs)

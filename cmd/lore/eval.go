@@ -10,8 +10,11 @@ import (
 )
 
 func evalCmd(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "answers" {
+		return evalAnswers(ctx, args[1:])
+	}
 	if len(args) == 0 || args[0] != "retrieval" {
-		return fmt.Errorf("eval: which one? retrieval")
+		return fmt.Errorf("eval: which one? retrieval or answers")
 	}
 	fs := flag.NewFlagSet("eval retrieval", flag.ContinueOnError)
 	var f appFlags

@@ -29,8 +29,8 @@ var commands = map[string]command{
 	"ask":         {"ask a question: ask [--model F] [--json] \"question\"", askCmd},
 	"traces":      {"recent traces and per-stage percentiles", tracesCmd},
 	"serve":       {"serve the HTTP API and web UI on loopback", serveCmd},
-	"eval":        {"quality: eval retrieval --queries FILE.jsonl", evalCmd},
-	"models":      {"model files found, the ones in use and their runner build: models [--json]", modelsCmd},
+	"eval":        {"quality: eval retrieval|answers --queries FILE.jsonl", evalCmd},
+	"models":      {"model files found, the ones in use and their runner build: models [--json]; models fetch [NAME...]", modelsCmd},
 	"key":         {"the remote backends' API key in the OS keyring: key set|delete|status", keyCmd},
 	"cpu":         {"CPU features and the model runner build in use: cpu [--json|--best]", cpuCmd},
 }

@@ -68,6 +68,15 @@ try {
     assert.equal(await page.evaluate(() => window.__pwned), undefined);
     assert.deepEqual(server.state.leaks, [], 'no request may reach /leak');
     assert.ok(await tid('stop').isHidden());
+    // How well the cited passages support it: the recorded trace's figure (app.CheckSupport), the check in its title.
+    const traced = FX.ask.find((e) => e.event === 'done').data;
+    if (traced.support === undefined) assert.equal(await tid('answer-support').count(), 0, 'no figure without a checked sentence');
+    else {
+      const checked = traced.checked_sentences ?? 0;
+      assert.equal(await tid('answer-support').textContent(),
+        `supported ${Math.round(traced.support * 100)}% (${traced.supported_sentences ?? 0}/${checked} sentence${checked === 1 ? '' : 's'})`);
+      assert.match(await tid('answer-support').getAttribute('title'), /passages they cite/);
+    }
     await browser.screenshot(page, '02-answer');
   });
 
@@ -106,6 +115,8 @@ try {
     assert.equal(await tid('ttft-histogram').locator('rect').count(), stats.ttft_histogram.length);
     assert.equal(await tid('bucket-table').locator('tbody tr').count(), Object.keys(stats.by_bucket).length);
     assert.equal(await tid('fallback-table').locator('tbody tr').count(), Object.keys(stats.by_fallback).length);
+    assert.match(await tid('support-stats').textContent(), stats.support?.n ? /^mean \d+% over \d+ answers? · \d+ \(\d+%\) under 50%$/ : /^no checked answers$/);
+    assert.match(await tid('detail-support').textContent(), done.support === undefined ? /^— / : /^supported \d+% \(\d+\/\d+ sentences?\)/);
     await tid('history-item').first().waitFor();
     const [dl] = await Promise.all([page.waitForEvent('download'), tid('export-trace').click()]);
     assert.equal(dl.suggestedFilename(), 'lore-trace-req-1.json');

@@ -66,6 +66,11 @@ export async function groupedTables(page, server) {
   const { retrieval } = stats.caches;
   assert.ok(retrieval.lookups > 0, JSON.stringify(stats.caches));
   assert.match(await tid('cache-rates').textContent(), new RegExp(`^Retrieval results: ${Math.round((100 * retrieval.hits) / retrieval.lookups)}% of ${retrieval.lookups} lookups? · query embeddings: `));
+  // The support summary is the server's too: its count and the share under 50%.
+  const sup = stats.support;
+  assert.equal(await tid('support-stats').textContent(), sup?.n
+    ? `mean ${Math.round(100 * sup.mean)}% over ${sup.n} answer${sup.n === 1 ? '' : 's'} · ${sup.low} (${Math.round(100 * sup.low_rate)}%) under 50%`
+    : 'no checked answers');
 }
 
 /** Settings: what the server sends (0 = auto included) saves back unchanged; 0 is explained. */

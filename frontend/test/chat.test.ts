@@ -196,6 +196,30 @@ describe('ChatView', () => {
     expect(last.stages.ui_ttft_ms).toBe(uiTTFT);
   });
 
+  it('the answer line says how well the cited passages support it, as text with the check in its title', () => {
+    const { asks, ask } = makeView();
+    for (const [i, support] of [0.75, 0.25, undefined].entries()) {
+      ask('q');
+      const cb = asks[i].cb;
+      cb.onTrace({ request_id: `r${i}`, chat_id: 12 });
+      cb.onToken('answer [1]');
+      cb.onDone({ request_id: `r${i}`, stages: { ttft_ms: 760 }, support, checked_sentences: 4, supported_sentences: support ? support * 4 : 0 });
+      const metas = Array.from(document.querySelectorAll('[data-testid="answer-meta"]'));
+      const meta = metas[metas.length - 1] as HTMLElement;
+      const span = meta.querySelector('[data-testid="answer-support"]') as HTMLElement | null;
+      if (support === undefined) {
+        expect(span).toBeNull();
+        expect(meta.textContent).toBe('TTFT 760 ms');
+        continue;
+      }
+      const text = `supported ${support * 100}% (${support * 4}/4 sentences)`;
+      expect(meta.textContent).toBe(`TTFT 760 ms · ${text}`);
+      expect(span!.textContent).toBe(text);
+      expect(span!.title).toMatch(/^Share of the answer's sentences whose content words mostly/);
+      expect(span!.classList.contains('low')).toBe(support < 0.5);
+    }
+  });
+
   it('opens a source passage from a citation, with Open file in the desktop app', async () => {
     const { asks, q, ask, t } = makeView();
     ask('q');

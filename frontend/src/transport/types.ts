@@ -156,6 +156,16 @@ export interface Trace {
   stitched_tokens?: number;
   repaired_tokens?: number;
   uncached_passages?: number;
+  /**
+   * How well the answer is backed by the passages it cites (0–1): the share of its checked sentences whose content
+   * words mostly occur in their cited passages (app.CheckSupport). Absent when no sentence could be checked, for an
+   * extractive answer and for one that did not finish; the counts are absent when 0.
+   */
+  support?: number;
+  checked_sentences?: number;
+  supported_sentences?: number;
+  /** Of the checked sentences, those citing no source (checked against every passage). */
+  uncited_sentences?: number;
 }
 
 export interface Percentiles {
@@ -194,6 +204,16 @@ export interface TraceStats {
   by_route?: Record<string, GroupStats>;
   ttft_histogram?: HistogramBucket[];
   caches?: { retrieval?: HitRate; embedding?: HitRate };
+  support?: SupportStats;
+}
+
+/** The support scores of a window's answers that have one (app.SupportStats); mean and low_rate are 0 with none. */
+export interface SupportStats {
+  n: number;
+  mean: number;
+  /** Answers scored under 0.5 (app.LowSupport), and their share. */
+  low: number;
+  low_rate: number;
 }
 
 /** Cache hits out of lookups over a window (app.HitRate). */

@@ -6,6 +6,7 @@ import { causeText, prefillRate } from '../latency/cause';
 import { readWhileTyping } from '../latency/stats';
 import { withUIMeasurement } from '../latency/waterfall';
 import { renderMarkdown } from '../markdown';
+import { lowSupport, SUPPORT_TITLE, supportText } from '../support';
 import { DraftPrefetcher } from '../prefetch';
 import { ReadAhead } from './readahead';
 import type { AskHandle, ChatMessage, ChatSummary, Source, StageEvent, Trace } from '../transport/types';
@@ -194,7 +195,7 @@ class Turn {
 
   updateMeta(): void {
     const s = this.trace?.stages ?? {};
-    const parts: string[] = [];
+    const parts: Array<string | HTMLElement> = [];
     const fast = this.trace?.route_role === 'fast';
     if (fast) parts.push(`fast model ${this.trace?.route ?? ''}`.trim());
     this.reaskMain.hidden = !fast;
@@ -202,12 +203,14 @@ class Turn {
     if (s.ttft_ms !== undefined) parts.push(`TTFT ${fmtMs(s.ttft_ms)}`);
     if (s.ui_ttft_ms !== undefined) parts.push(`on screen ${fmtMs(s.ui_ttft_ms)}`);
     if (this.trace?.decode_tok_s !== undefined) parts.push(fmtRate(this.trace.decode_tok_s, 'tok/s'));
+    const support = supportText(this.trace);
+    if (support) parts.push(h('span', { class: `support${lowSupport(this.trace) ? ' low' : ''}`, testid: 'answer-support', title: SUPPORT_TITLE, text: support }));
     if (readWhileTyping(this.trace)) parts.push(`${fmtInt(this.trace?.prefetched_tokens)} tokens prefilled while you typed`);
     if (this.trace?.late_passages) parts.push(`${fmtInt(this.trace.late_passages)} passages left out to answer fast`);
     if (this.trace?.cut) parts.push(`best passage cut by ${fmtInt(this.trace.cut.tokens)} tokens to answer fast`);
     if (this.trace?.stitched_passages) parts.push(`${fmtInt(this.trace.stitched_passages)} passages from saved KV (approximate)`);
     if (this.trace?.fallback_level) parts.push(`fallback ${fmtNum(this.trace.fallback_level, 0)}`);
-    this.metaLine.textContent = parts.join(' · ');
+    this.metaLine.replaceChildren(...parts.flatMap((p, i) => (i ? [' · ', p] : [p])));
     const cause = this.trace ? causeText(this.trace) : '';
     this.causeLine.textContent = cause;
     this.causeLine.hidden = !cause;

@@ -7,6 +7,7 @@ import { fmtDate, fmtInt, fmtMs, fmtPct, fmtRate } from '../format';
 import { binHeights, bucketLabel, fallbackLabel, groupRows, histogramBins, hitRateText, prefetchLabel, readWhileTyping, stageRows, type StatRow } from '../latency/stats';
 import { causeText } from '../latency/cause';
 import { layoutWaterfall } from '../latency/waterfall';
+import { SUPPORT_TITLE, supportDetail, supportStatsText } from '../support';
 import type { Trace, TraceStats } from '../transport/types';
 import type { Ctx } from './ctx';
 
@@ -108,11 +109,12 @@ export function renderDetails(t: Trace): HTMLElement {
     );
   }
   tokens.append(h('span', { testid: 'token-split-text', text: `${fmtInt(cached)} cached (${fmtPct(prompt ? cached / prompt : NaN)}) · ${typedText}${stitched ? `${fmtInt(stitched)} stitched · ` : ''}${fmtInt(evald)} evaluated · ${fmtInt(prompt)} total` }));
-  const item = (k: string, v: Node | string, id?: string) => [h('dt', { text: k }), h('dd', { testid: id }, v)];
+  const item = (k: string, v: Node | string, id?: string, title?: string) => [h('dt', { text: k, title }), h('dd', { testid: id, title }, v)];
   const fb = t.fallback_level ? `level ${t.fallback_level}${t.fallback_reason ? ` — ${t.fallback_reason}` : ''}` : t.fallback_reason || 'none';
   return h('dl', { class: 'trace-details', testid: 'trace-details' },
     ...item('TTFT', `${fmtMs(s.ttft_ms)} server · ${fmtMs(s.ui_ttft_ms)} on screen`, 'detail-ttft'),
     ...item('Mostly', causeText(t) || '—', 'detail-cause'),
+    ...item('Support', supportDetail(t), 'detail-support', SUPPORT_TITLE),
     ...item('Prompt tokens', tokens, 'detail-tokens'),
     ...item('Cache', `embedding ${yesNo(t.embed_cache_hit)} · retrieval ${yesNo(t.retrieval_cache_hit)}`, 'detail-cache'),
     ...item('Prefetch', prefetchText(t), 'detail-prefetch'),
@@ -267,6 +269,8 @@ export class LatencyView {
         statTable(groupRows(st.by_route, (k) => `${k} model`), 'Route', 'route-table'),
         h('h3', { text: 'Caches' }),
         h('p', { testid: 'cache-rates', text: `Retrieval results: ${hitRateText(st.caches?.retrieval)} · query embeddings: ${hitRateText(st.caches?.embedding)}` }),
+        h('h3', { text: 'Support by the cited passages' }),
+        h('p', { testid: 'support-stats', title: SUPPORT_TITLE, text: supportStatsText(st.support) }),
       );
     } else if (stats.status === 'rejected') {
       this.statsBox.append(h('p', { class: 'error', text: `Cannot load stats: ${errMsg(stats.reason)}` }));
