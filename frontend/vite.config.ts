@@ -47,5 +47,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     pool: 'threads',
     maxWorkers: 2,
+    // test/styles.test.ts reads the stylesheet (?raw): without this, Vitest hands every CSS file over empty.
+    css: { include: [/styles\.css/] },
   },
 });

@@ -77,7 +77,8 @@ func benchTTFT(ctx context.Context, args []string) error {
 	route := fs.Bool("route", false, "also measure TTFT per route: each question asked of the main and of the fast chat model")
 	fastModel := fs.String("fast-model", "", "fast chat model GGUF `file` for --route (default: a synthetic one of --fast-shape)")
 	fastShape := fs.String("fast-shape", "tiny", "synthetic fast model shape for --route")
-	useEmbed := fs.Bool("embed", true, "retrieve with the synthetic embedding model (false: BM25 only, as with no embedding model)")
+	useEmbed := fs.Bool("embed", true, "retrieve with an embedding model (false: BM25 only, as with no embedding model)")
+	embedModel := fs.String("embed-model", "", "embedding model GGUF `file` (default: a synthetic one; `lore models fetch` has the real all-MiniLM-L6-v2)")
 	drafts := fs.Bool("drafts", false, "log what each typed draft started and what was read ahead at Enter")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
@@ -89,6 +90,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 	}
 	if *model != "" {
 		chat = *model
+	}
+	if *embedModel != "" {
+		embed = *embedModel
 	}
 	if !*useEmbed {
 		embed = ""

@@ -12,15 +12,17 @@ import (
 	"lore/bench"
 )
 
-// demo is Lore's main job on defaults, with nothing to download: it
-// synthesises models (random weights: the words are noise, the timings are
-// real), indexes the sample library, and streams an answer with its
-// timing breakdown.
+// demo is Lore's main job on defaults: it indexes the sample library and
+// streams an answer with its timing breakdown, with the real models of
+// `lore models fetch` (SmolLM2 answering, MiniLM embedding) when they are
+// there, else with synthetic ones (random weights: the words are noise,
+// the timings are real).
 func demo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	dir := fs.String("dir", filepath.Join(os.TempDir(), "lore-demo"), "demo data `folder` (models, library, database)")
 	shape := fs.String("shape", "0.5b", "chat model shape: tiny, 0.5b, 1b or 1.5b")
 	question := fs.String("question", "How many days of holiday do employees get, and how do I book them?", "the question to ask")
+	synthetic := fs.Bool("synthetic", false, "use synthetic models even when the real ones are fetched")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -28,13 +30,20 @@ func demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	maxTokens := 48 // enough to see noise stream
+	if c, e, ok, why := bench.Real(); ok && !*synthetic {
+		chat, embed, maxTokens = c, e, 160
+		fmt.Fprintf(os.Stderr, "real models: %s answers, %s embeds\n", filepath.Base(chat), filepath.Base(embed))
+	} else if !*synthetic {
+		fmt.Fprintf(os.Stderr, "synthetic models (random weights: the answer's words are noise, the timings real): %s\n", why)
+	}
 	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(*dir, "data"), ChatModel: chat, EmbedModel: embed, Warm: true})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 	s := a.Settings()
-	s.MaxTokens = 48 // enough to see it stream; the words are noise anyway
+	s.MaxTokens = maxTokens
 	if err := a.SaveSettings(ctx, s); err != nil {
 		return err
 	}

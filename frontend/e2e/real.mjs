@@ -9,6 +9,9 @@
 // XSS and exfiltration payloads reach the DOM (question, passage view, and — with a second server that has no
 // chat model, so the answer quotes the passages — the rendered Markdown answer) without running anything or
 // reaching a canary HTTP server on loopback; adding a folder in the Library shows the progress bar to the end.
+// And what a new user trips over (issue 35): a page without its token shows only the guidance; the chat follows a
+// streaming answer unless the user scrolls up ("Jump to latest"); a row of Recent requests brings "This answer"
+// into view; Remove asks first; add-folder errors in plain words; the read-ahead line never goes backwards.
 //
 //   node e2e/real.mjs        (make test-e2e; needs `make ui build` first)
 //
@@ -203,7 +206,12 @@ function pageProbe() {
   };
   // One snapshot per change of the newest answer: stage shown, sources shown, answer length.
   window.__tl = [];
+  // Every text the read-ahead line under the box showed ('' while hidden), in order.
+  window.__ra = [];
   const snap = () => {
+    const ra = document.querySelector('[data-testid="read-ahead"]');
+    const raText = ra && !ra.hidden ? ra.textContent : '';
+    if (window.__ra[window.__ra.length - 1] !== raText) window.__ra.push(raText);
     const turns = document.querySelectorAll('[data-testid="turn"]');
     const turn = turns[turns.length - 1];
     if (turn) {
@@ -397,7 +405,10 @@ try {
     assert.equal(new URL(page.url()).search, '');
     assert.equal(new URL(page.url()).hash, '');
     await tid('workspace-select').locator('option[value="default"]').waitFor({ state: 'attached' });
-    assert.equal(await tid('transport-kind').textContent(), 'browser');
+    // The transport is the page's business, not the user's: no "browser" badge in the header (issue 35, 16).
+    assert.equal(await tid('transport-kind').count(), 0);
+    assert.equal(await page.locator('.app').getAttribute('data-transport'), 'http');
+    assert.doesNotMatch(await page.locator('header').textContent(), /browser/);
     assert.equal(await page.evaluate(() => sessionStorage.getItem('lore_token')), server.token);
     assert.deepEqual(await browser.context.cookies(), [], 'the server or page set a cookie');
     // A reload of the tab keeps working with the stored token.
@@ -425,6 +436,25 @@ try {
       }
     } finally {
       other.close();
+    }
+  });
+
+  await step('without its token the page shows only the guidance: no views, no "create a workspace", no "none" (issue 35, 13)', async () => {
+    const p2 = await browser.context.newPage(); // a new tab: no token in its sessionStorage
+    try {
+      await p2.goto(`${server.base}/`);
+      await p2.getByTestId('global-error').waitFor({ state: 'visible' });
+      const text = await p2.getByTestId('global-error-text').textContent();
+      console.log(`     ${text}`);
+      assert.match(text, /access token.*lore serve.*#token=/);
+      assert.doesNotMatch(text, /`/);
+      assert.equal(await p2.locator('main').isVisible(), false, 'the views show beside the guidance');
+      assert.equal(await p2.getByTestId('workspace-select').isVisible(), false, 'the workspace menu shows');
+      assert.equal(await p2.getByText(/Create a workspace/).count(), 0);
+      assert.equal(await p2.locator('option').filter({ hasText: /^none$/ }).count(), 0);
+      await browser.screenshot(p2, 'e2e-no-token');
+    } finally {
+      await p2.close();
     }
   });
 
@@ -611,6 +641,7 @@ try {
     // A question left in the box by an earlier step must not run into this one.
     await tid('question-input').fill('');
     await tid('question-input').click();
+    await page.evaluate(() => (window.__ra = []));
     const askAt = await tid('submit').boundingBox();
     // 5 characters a second, the UI's own debounce; the last character sends the whole question as a draft.
     const last = page.waitForResponse((r) => r.url().endsWith('/api/prefetch') && r.request().method() === 'POST'
@@ -623,9 +654,27 @@ try {
       const st = await server.api('GET', '/api/prefetch');
       return st.state === 'ready' ? st : st.state === 'reading' ? undefined : assert.fail(`read-ahead ${JSON.stringify(st)}`);
     }, T_ANSWER);
-    const line = `Read ahead: ${ready.passages} passage${ready.passages === 1 ? '' : 's'}, ${ready.tokens.toLocaleString('en-US')} tokens`;
-    await page.waitForFunction((l) => document.querySelector('[data-testid="read-ahead"]')?.textContent === l, line);
-    console.log(`     the line under the box: ${line}`);
+    const line = `Prepared while you type: ${ready.passages} passage${ready.passages === 1 ? '' : 's'}, ${ready.tokens.toLocaleString('en-US')} tokens read ahead`;
+    // Settled: no "…" once typing stopped and the read is done (issue 35, 9).
+    const shown = await page.waitForFunction(() => {
+      const t = document.querySelector('[data-testid="read-ahead"]')?.textContent ?? '';
+      return /^Prepared while you type: /.test(t) ? t : undefined;
+    }, undefined, { timeout: 10_000 }).then((h) => h.jsonValue());
+    console.log(`     the line under the box: ${shown} (server: ${line})`);
+    // Within one question the line never goes backwards: each text read at least as many passages as the one before.
+    const texts = (await page.evaluate(() => window.__ra)).filter((t, i, a) => t || i < a.length - 1);
+    console.log(`     the line while typing: ${texts.join(' → ')}`);
+    const readOf = (t) => {
+      const m = /^(?:Preparing the answer while you type|Prepared while you type): (\d+)(?: of \d+)? passages?/.exec(t);
+      assert.ok(m, `not a read-ahead line that says what it is for: ${JSON.stringify(t)}`);
+      return Number(m[1]);
+    };
+    const first = texts.findIndex(Boolean);
+    assert.ok(first >= 0, 'the line never showed');
+    assert.ok(texts.slice(first).every(Boolean), `the line vanished and came back while typing one question: ${texts}`);
+    const counts = texts.slice(first).map(readOf);
+    assert.ok(counts.every((c, i) => i === 0 || c >= counts[i - 1]), `the line went backwards: ${texts.join(' → ')}`);
+    assert.ok(shown === line || readOf(shown) >= ready.passages, `the line says ${shown}, the server ${line}`);
     // The line appears as the user reaches for the button: it must not move it (a click would miss).
     const askNow = await tid('submit').boundingBox();
     assert.deepEqual(askNow, askAt, `the read-ahead line moved the Ask button: ${JSON.stringify(askAt)} → ${JSON.stringify(askNow)}`);
@@ -688,15 +737,123 @@ try {
     assert.ok(((await tid('turn').nth(turn - 1).getByTestId('answer').textContent()) ?? '').trim().length > 0);
   });
 
+  await step('a streaming answer is followed to its end; scrolled up, the view stays and "Jump to latest" returns; Stop does not narrow the box (issue 35: 3, 23)', async () => {
+    await withSettings(server, { max_tokens: LONG_TOKENS }, async () => {
+    const size = page.viewportSize();
+    // Narrow and short: a few lines of answer run past the bottom of the list.
+    await page.setViewportSize({ width: 420, height: 600 });
+    try {
+      await tid('nav-chat').click();
+      await tid('new-chat').click();
+      const boxBefore = await tid('question-input').boundingBox();
+      const turn = await ask(page, 'Tell me about volcanoes, glaciers, tides and honeybees, at length.', { wait: false });
+      await tid('stop').waitFor({ state: 'visible' });
+      const boxDuring = await tid('question-input').boundingBox();
+      assert.equal(boxDuring.width, boxBefore.width, `the question box narrowed when Stop appeared: ${boxBefore.width} → ${boxDuring.width}`);
+      const list = () => page.evaluate((n) => {
+        const m = document.querySelector('[data-testid="messages"]');
+        const t = document.querySelectorAll('[data-testid="turn"]')[n - 1];
+        return {
+          gap: Math.round(m.scrollHeight - m.scrollTop - m.clientHeight), top: m.scrollTop, over: m.scrollHeight - m.clientHeight,
+          answer: (t?.querySelector('[data-testid="answer"]')?.textContent ?? '').length, done: !!t?.classList.contains('done'),
+          jump: !(document.querySelector('[data-testid="jump-latest"]')?.hidden ?? true),
+        };
+      }, turn);
+      const grown = async (from, what) => until(async () => {
+        const l = await list();
+        if (l.done) assert.fail(`the answer ended before ${what}: ${JSON.stringify(l)}`);
+        return l.answer >= from + 40 ? l : undefined;
+      }, T_ANSWER);
+      // The answer runs past the bottom of the list...
+      await until(async () => ((await list()).over > 120 ? true : undefined), T_ANSWER);
+      // ...and the list follows it, while it streams.
+      let l = await list();
+      for (let i = 0; i < 4; i++) {
+        l = await grown(l.answer, 'it was followed');
+        assert.ok(l.gap <= 40, `the list does not follow the streaming answer: ${JSON.stringify(l)}`);
+        assert.equal(l.jump, false);
+      }
+      // The user scrolls up to read: the view stays where they put it, and offers the way back.
+      await tid('messages').hover();
+      await page.mouse.wheel(0, -400);
+      await page.waitForFunction(() => !document.querySelector('[data-testid="jump-latest"]')?.hidden);
+      const held = await list();
+      l = await grown(held.answer, 'the held view was checked');
+      assert.ok(Math.abs(l.top - held.top) <= 1, `the view moved while the user read above: ${JSON.stringify(held)} → ${JSON.stringify(l)}`);
+      assert.ok(l.gap > 40 && l.jump, JSON.stringify(l));
+      await browser.screenshot(page, 'e2e-chat-jump-latest-420');
+      await tid('jump-latest').click();
+      l = await list();
+      assert.ok(l.gap <= 40 && !l.jump, `Jump to latest did not return to the end: ${JSON.stringify(l)}`);
+      l = await grown(l.answer, 'following resumed');
+      assert.ok(l.gap <= 40, `following did not resume after Jump to latest: ${JSON.stringify(l)}`);
+      await tid('stop').click();
+      // The stopped answer's buttons are in view, inside the list.
+      const inView = await lastTurn().getByTestId('retry').evaluate((b) => {
+        const m = document.querySelector('[data-testid="messages"]').getBoundingClientRect();
+        const r = b.getBoundingClientRect();
+        return r.top >= m.top && r.bottom <= m.bottom + 1;
+      });
+      assert.ok(inView, 'Retry under the stopped answer is out of view');
+      const boxAfter = await tid('question-input').boundingBox();
+      assert.equal(boxAfter.width, boxBefore.width);
+    } finally {
+      await page.setViewportSize(size);
+    }
+    });
+    // The chat the later steps look at ends with a whole answer (its sources, its cause line), as before this step.
+    await tid('new-chat').click();
+    await ask(page, 'How does a sourdough starter work?');
+  });
+
+  await step('latency: a click on a recent request brings "This answer" into view (issue 35, 4)', async () => {
+    await tid('nav-latency').click();
+    await tid('history-item').nth(2).waitFor();
+    const row = tid('history-item').nth(2);
+    const id = await row.getAttribute('data-request-id');
+    await row.scrollIntoViewIfNeeded();
+    const vh = page.viewportSize().height;
+    const before = await tid('latency-current').boundingBox();
+    assert.ok(before.y + 40 < 0, `the card is not above the screen before the click, nothing to check: ${JSON.stringify(before)}`);
+    await row.click();
+    await page.waitForFunction((r) => document.querySelector('[data-testid="trace-id"]')?.textContent?.includes(r), id);
+    const after = await until(async () => {
+      const b = await tid('latency-current').boundingBox();
+      return b.y >= 0 && b.y < vh / 3 ? b : undefined;
+    }, 3000).catch(async () => assert.fail(`"This answer" stayed off-screen after the click: ${JSON.stringify(await tid('latency-current').boundingBox())}`));
+    console.log(`     card top ${Math.round(before.y)} → ${Math.round(after.y)} px`);
+    assert.equal(await row.getAttribute('aria-current'), 'true');
+    await tid('nav-chat').click();
+  });
+
   await step('library: idle, it asks for little (no reload loop) and the table holds still', () => libraryIdle(page));
 
   let recordedProgress = [];
   await step('library: add a folder by path, the progress bar runs to the end', async () => {
     await tid('nav-library').click();
     await tid('folder').first().waitFor();
+    // A wrong path first: plain words, a hint, a close button (issue 35, 8); a relative one never leaves the page.
+    await tid('folder-path-input').fill(join(tmp, 'does', 'not', 'exist'));
+    await tid('add-folder').click();
+    await tid('folder-error').waitFor({ state: 'visible' });
+    assert.equal(await tid('folder-error-text').textContent(), `That folder does not exist: ${join(tmp, 'does', 'not', 'exist')}`);
+    assert.match(await tid('folder-error-hint').textContent(), /full path/);
+    assert.equal(await tid('global-error').isVisible(), false);
+    await tid('dismiss-folder-error').click();
+    assert.equal(await tid('folder-error').isVisible(), false);
+    const posts = [];
+    const onReq = (r) => r.method() === 'POST' && r.url().includes('/folders') && posts.push(r.url());
+    page.on('request', onReq);
+    await tid('folder-path-input').fill('added folder');
+    await tid('add-folder').click();
+    await tid('folder-error').waitFor({ state: 'visible' });
+    page.off('request', onReq);
+    assert.match(await tid('folder-error-text').textContent(), /^That is not a full path: added folder/);
+    assert.deepEqual(posts, [], 'a relative path was sent to the server');
     await page.evaluate(() => (window.__progressStreams = []));
     await tid('folder-path-input').fill(ADDED);
     await tid('add-folder').click();
+    await tid('folder-error').waitFor({ state: 'hidden' }); // the later success clears it
     await page.waitForFunction(() => document.querySelector('[data-testid="library-progress-text"]')?.textContent === 'Up to date'
       && document.querySelectorAll('[data-testid="document"]').length > 13, undefined, { timeout: T_ANSWER });
     // What the server sent on the progress streams the page read (each ends with "done").
@@ -723,6 +880,29 @@ try {
     const ws = await server.api('GET', '/api/workspaces');
     assert.equal(ws[0].documents, 13 + ADDED_FILES, JSON.stringify(ws));
     await browser.screenshot(page, 'e2e-library-done', { fullPage: true });
+  });
+
+  await step('library: Remove asks first, in the page; Cancel keeps the folder; confirmed, it goes (issue 35, 5)', async () => {
+    await tid('nav-library').click();
+    const row = tid('folder').filter({ hasText: ADDED });
+    await row.getByTestId('remove-folder').click();
+    await sleep(500);
+    assert.equal(await tid('folder').count(), 2, 'one click on Remove removed the folder');
+    assert.ok((await server.api('GET', '/api/workspaces'))[0].folders.includes(ADDED), 'one click on Remove removed the folder on the server');
+    await tid('remove-confirm').waitFor({ state: 'visible' });
+    assert.equal(await tid('remove-confirm-text').textContent(),
+      `Remove this folder from default? Its ${ADDED_FILES} indexed documents leave the index; the files stay on disk.`);
+    await browser.screenshot(page, 'e2e-library-remove-confirm');
+    await tid('cancel-remove').click();
+    assert.equal(await tid('remove-confirm').count(), 0);
+    await sleep(300);
+    assert.equal(await tid('folder').count(), 2);
+    await row.getByTestId('remove-folder').click();
+    await tid('confirm-remove').click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="folder"]').length === 1);
+    const ws = await server.api('GET', '/api/workspaces');
+    assert.deepEqual(ws[0].folders, [LIB]);
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="document"]').length === 13);
   });
 
   await step('every view at 1280 and 420 px: header controls on screen, no sideways scroll, chips readable', async () => {

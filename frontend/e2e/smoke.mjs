@@ -39,7 +39,8 @@ try {
     assert.equal(new URL(page.url()).search, '');
     assert.equal(new URL(page.url()).hash, '');
     await tid('workspace-select').locator(`option[value="${WS}"]`).waitFor({ state: 'attached' });
-    assert.equal(await tid('transport-kind').textContent(), 'browser');
+    assert.equal(await page.locator('.app').getAttribute('data-transport'), 'http');
+    assert.equal(await tid('transport-kind').count(), 0, 'no transport badge in the header');
   });
 
   await step('ask: placeholder, live stage, sources before the first token, prefill indicator', async () => {
@@ -223,7 +224,7 @@ try {
 
   await step('desktop (Wails stub): ask over events, Open file, native folder picker', async () => {
     await desk.goto(server.url + '/');
-    assert.equal(await dt('transport-kind').textContent(), 'desktop');
+    await desk.locator('.app[data-transport="wails"]').waitFor();
     await dt('workspace-select').locator('option[value="desk"]').waitFor({ state: 'attached' });
     await dt('question-input').fill('desktop question');
     await dt('submit').click();

@@ -52,6 +52,17 @@ export async function groupedTables(page, server) {
   await tid('refresh-stats').click();
   await tid('bucket-table').locator('tbody tr').first().waitFor();
   const rows = async (id) => tid(id).locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  // The per-stage table names each stage as the waterfall does (issue 35, 18).
+  const stages = (await rows('stats-table')).map((r) => r[0]);
+  console.log(`     stages: ${stages.join(', ')}`);
+  for (const internal of ['ui ttft', 'llm ttft', 'runner rtt', 'prompt assemble', 'first decode']) {
+    assert.ok(!stages.includes(internal), `the stage table says ${internal}: ${stages}`);
+  }
+  const waterfall = await tid('waterfall').locator('.wf-label').allTextContents();
+  for (const name of ['prompt assembly', 'first token', 'paint (UI)']) {
+    assert.ok(stages.includes(name) && waterfall.some((w) => w.replace(/^‖ /, '') === name), `${name}: table ${stages}; waterfall ${waterfall}`);
+  }
+  assert.equal(new Set(stages).size, stages.length, `a stage named twice: ${stages}`);
   const buckets = await rows('bucket-table');
   const fallbacks = await rows('fallback-table');
   console.log(`     by prompt length: ${JSON.stringify(buckets)}; by fallback: ${JSON.stringify(fallbacks)}`);
@@ -83,6 +94,10 @@ export async function settingsRoundTrip(page, server) {
     assert.equal(await tid(`setting-${k}`).inputValue(), String(before[k]), k);
   }
   for (const k of ['ef_search', 'context_tokens']) assert.match(await tid(`setting-${k}-zero`).textContent(), /^0 = auto$/);
+  // Commands show as code, not with literal backticks; every number box is as wide as the others (issue 35, 19).
+  assert.doesNotMatch(await tid('settings-view').textContent(), /`/);
+  const widths = await page.locator('[data-testid="settings-form"] input[type="number"]').evaluateAll((els) => els.map((e) => Math.round(e.getBoundingClientRect().width)));
+  assert.equal(new Set(widths).size, 1, `uneven input widths: ${widths}`);
   await tid('save-settings').click();
   await page.waitForFunction(() => /Saved\.|Cannot/.test(document.querySelector('[data-testid="settings-status"]')?.textContent ?? ''));
   assert.equal(await tid('settings-status').textContent(), 'Saved.');
@@ -101,7 +116,11 @@ export async function chipsReadable(page) {
     const btn = li.querySelector('button').getBoundingClientRect();
     const name = li.querySelector('[data-testid="source-name"]');
     const loc = li.querySelector('[data-testid="source-loc"]')?.getBoundingClientRect();
+    const dir = li.querySelector('.source-dir');
     return {
+      // The folder is cut at its end like every label, not from the left (issue 35, 11).
+      dirCut: dir ? `${getComputedStyle(dir).direction} ${getComputedStyle(dir).textOverflow}` : 'ltr ellipsis',
+      dirMarks: dir ? /[\u200e\u200f]/.test(dir.textContent) : false,
       name: name.textContent,
       truncated: name.scrollWidth > name.clientWidth + 1,
       visible: name.getBoundingClientRect().width > 0,
@@ -114,17 +133,22 @@ export async function chipsReadable(page) {
     assert.ok(c.visible && !c.truncated, `the file name is cut: ${JSON.stringify(c)}`);
     assert.ok(c.locInside, `the line range overflows its chip: ${JSON.stringify(c)}`);
     assert.ok(c.inView, `the chip runs off the window: ${JSON.stringify(c)}`);
+    assert.equal(c.dirCut, 'ltr ellipsis', `the folder is not cut at its end: ${JSON.stringify(c)}`);
+    assert.equal(c.dirMarks, false);
   }
   return chips;
 }
 
-/** Each view at 1280 and 420 px wide, saved as e2e-<view>-<width>.png; the header's controls on screen. */
+/**
+ * Each view at 1280 and 420 px wide (800 high), saved as e2e-<view>-<width>.png; the header's controls on screen;
+ * the Documents table whole at either width.
+ */
 export async function screenshotViews(page, browser) {
   const tid = (id) => page.getByTestId(id);
   const size = page.viewportSize();
   try {
     for (const width of [1280, 420]) {
-      await page.setViewportSize({ width, height: 860 });
+      await page.setViewportSize({ width, height: 800 });
       for (const view of ['chat', 'library', 'latency', 'models', 'settings']) {
         await tid(`nav-${view}`).click();
         await sleep(300);
@@ -134,6 +158,15 @@ export async function screenshotViews(page, browser) {
         }
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
         assert.ok(overflow <= 0, `the ${view} view scrolls sideways by ${overflow} px at ${width} px`);
+        if (view === 'library') {
+          // Every column on screen, "Chunks" included, with no sideways scroll inside the table (issue 35, 21).
+          const t = await tid('documents').evaluate((tb) => {
+            const card = tb.closest('.card').getBoundingClientRect();
+            const th = [...tb.querySelectorAll('th')].pop().getBoundingClientRect();
+            return { scroll: tb.scrollWidth - tb.clientWidth, thRight: th.right, cardRight: card.right };
+          });
+          assert.ok(t.scroll <= 0 && t.thRight <= t.cardRight, `the documents table is clipped at ${width} px: ${JSON.stringify(t)}`);
+        }
         if (view === 'chat') {
           await chipsReadable(page);
           assert.match(await page.getByTestId('turn').last().getByTestId('answer-cause').textContent(), /of TTFT|^first token in/);

@@ -1,7 +1,7 @@
 // App shell: header (nav, workspace switcher), views, global error banner.
 
-import { errMsg, h } from './dom';
-import type { Trace, Transport, Workspace } from './transport/types';
+import { codeText, errMsg, h } from './dom';
+import { ApiError, type Trace, type Transport, type Workspace } from './transport/types';
 import { ChatView } from './views/chat';
 import type { Ctx } from './views/ctx';
 import { LatencyView } from './views/latency';
@@ -20,6 +20,10 @@ const VIEWS: Array<[ViewName, string]> = [
 ];
 const WS_KEY = 'lore.workspace';
 
+/** What the page says, and all it shows, when the server refuses it for want of the token (HTTP 401). */
+export const TOKEN_GUIDANCE =
+  'This page needs Lore’s access token. Open the address `lore serve` printed when it started (it ends in #token=…); each start prints a new one.';
+
 function storedWorkspace(): string {
   try {
     return localStorage.getItem(WS_KEY) ?? '';
@@ -35,6 +39,12 @@ export class App {
   private view: ViewName = 'chat';
   private readonly wsSelect: HTMLSelectElement;
   private readonly banner: HTMLElement;
+  private readonly bannerText: HTMLElement;
+  private readonly bannerClose: HTMLButtonElement;
+  private readonly header: HTMLElement;
+  private readonly main: HTMLElement;
+  /** The server answered the workspace list (false after a failure: no "create a workspace" advice then). */
+  private reachable = true;
   private readonly nav = new Map<ViewName, HTMLButtonElement>();
   private readonly chat: ChatView;
   private readonly library: LibraryView;
@@ -57,6 +67,7 @@ export class App {
       workspacesChanged: (select?: string) => void this.loadWorkspaces(select),
       currentWorkspace: () => this.current(),
       goto: (view) => this.go(view),
+      reachable: () => this.reachable,
     };
     this.chat = new ChatView(this.ctx);
     this.library = new LibraryView(this.ctx);
@@ -72,21 +83,23 @@ export class App {
       this.nav.set(name, b);
       navBar.append(b);
     }
-    this.banner = h('div', { class: 'banner', testid: 'global-error', role: 'alert', hidden: true });
-    this.banner.addEventListener('click', () => (this.banner.hidden = true));
+    this.bannerText = h('span', { class: 'banner-text', testid: 'global-error-text' });
+    this.bannerClose = h('button', {
+      type: 'button', class: 'banner-close', testid: 'dismiss-error', text: '×', title: 'Dismiss',
+      attrs: { 'aria-label': 'Dismiss' }, on: { click: () => (this.banner.hidden = true) },
+    });
+    this.banner = h('div', { class: 'banner', testid: 'global-error', role: 'alert', hidden: true }, this.bannerText, this.bannerClose);
 
-    this.el = h('div', { class: 'app', attrs: { 'data-transport': t.kind } },
-      h('header', { class: 'top' },
-        h('span', { class: 'brand', text: 'Lore' }),
-        navBar,
-        h('span', { class: 'grow' }),
-        h('label', { class: 'inline' }, h('span', { class: 'muted small', text: 'Workspace' }), this.wsSelect),
-        this.privacy.el,
-        h('span', { class: 'badge', testid: 'transport-kind', text: t.desktop ? 'desktop' : 'browser' }),
-      ),
-      this.banner,
-      h('main', { class: 'views' }, this.chat.el, this.library.el, this.latency.el, this.models.el, this.settings.el),
+    this.header = h('header', { class: 'top' },
+      h('span', { class: 'brand', text: 'Lore' }),
+      navBar,
+      h('span', { class: 'grow' }),
+      h('label', { class: 'inline ws-label' }, h('span', { class: 'muted small', text: 'Workspace' }), this.wsSelect),
+      this.privacy.el,
     );
+    this.main = h('main', { class: 'views' }, this.chat.el, this.library.el, this.latency.el, this.models.el, this.settings.el);
+    // The transport (http or wails) is for tests and styles only: it means nothing to the user.
+    this.el = h('div', { class: 'app', attrs: { 'data-transport': t.kind } }, this.header, this.banner, this.main);
     this.go('chat');
   }
 
@@ -99,8 +112,20 @@ export class App {
   }
 
   notify(message: string): void {
-    this.banner.textContent = message;
+    this.bannerText.replaceChildren(...codeText(message));
     this.banner.hidden = false;
+  }
+
+  /**
+   * The server refused the page (no token, or one from an earlier start): the banner's guidance is all there
+   * is to do, so nothing else is shown (no views, no workspace menu, no close button).
+   */
+  private blocked(): void {
+    this.notify(TOKEN_GUIDANCE);
+    this.bannerClose.hidden = true;
+    this.el.classList.add('blocked');
+    this.main.hidden = true;
+    for (const el of Array.from(this.header.children)) if (!el.classList.contains('brand')) (el as HTMLElement).hidden = true;
   }
 
   go(view: ViewName): void {
@@ -131,8 +156,11 @@ export class App {
   async loadWorkspaces(select?: string): Promise<void> {
     try {
       this.workspaces = (await this.t.workspaces()) ?? [];
+      this.reachable = true;
     } catch (e) {
-      this.notify(`Cannot reach Lore: ${errMsg(e)}`);
+      this.reachable = false;
+      if (e instanceof ApiError && e.status === 401) this.blocked();
+      else this.notify(`Cannot reach Lore: ${errMsg(e)}`);
       this.workspaces = [];
     }
     this.wsSelect.replaceChildren(
@@ -140,7 +168,7 @@ export class App {
         h('option', { value: w.name, text: `${w.name} (${w.documents ?? 0} docs)` }),
       ),
     );
-    if (!this.workspaces.length) this.wsSelect.append(h('option', { value: '', text: 'none' }));
+    if (!this.workspaces.length && this.reachable) this.wsSelect.append(h('option', { value: '', text: 'none' }));
     const want = select && this.workspaces.some((w) => w.name === select) ? select : this.ws;
     const next = this.workspaces.some((w) => w.name === want) ? want : (this.workspaces[0]?.name ?? '');
     await this.selectWorkspace(next);

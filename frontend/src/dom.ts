@@ -81,6 +81,34 @@ export function svg<K extends keyof SVGElementTagNameMap>(
   return el;
 }
 
+/**
+ * Text with `backticked` spans as <code> (commands in help text and the server's messages), every part set as
+ * text. An unmatched backtick stays as it is.
+ */
+export function codeText(text: string): Node[] {
+  const parts = text.split('`');
+  if (parts.length < 3) return [document.createTextNode(text)];
+  const out: Node[] = [];
+  parts.forEach((p, i) => {
+    if (i % 2 === 1 && i < parts.length - 1) out.push(h('code', { text: p }));
+    else if (p || i % 2 === 1) out.push(document.createTextNode(i % 2 === 1 ? `\`${p}` : p));
+  });
+  return out;
+}
+
+/**
+ * A path as text that wraps after its separators and dashes, never inside a word: "notes/2024-04/a_b.md"
+ * with <wbr> after each "/", "\\", "-" and "_".
+ */
+export function breakablePath(path: string): Node[] {
+  const out: Node[] = [];
+  for (const piece of path.split(/(?<=[/\\_-])/)) {
+    if (out.length) out.push(document.createElement('wbr'));
+    out.push(document.createTextNode(piece));
+  }
+  return out;
+}
+
 /** Message of any thrown value. */
 export function errMsg(e: unknown): string {
   if (e instanceof Error) return e.message;

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { App } from '../src/app';
 import type { DocumentInfo, ProgressCallbacks, Transport, Workspace } from '../src/transport/types';
-import { fileType } from '../src/views/library';
+import { ApiError } from '../src/transport/types';
+import { ABSOLUTE_HINT, docsInFolder, fileType, folderErrorText, isAbsolutePath, relativePathText } from '../src/views/library';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -30,6 +31,7 @@ function serverLike(opts: { docs?: number } = {}) {
       return path ?? '';
     }),
     reindex: vi.fn(async () => void (pendingRun = { startsAfter: 2 })),
+    removeFolder: vi.fn(async (_w: string, path: string) => void (ws[0].folders = ws[0].folders!.filter((f) => f !== path))),
     watchProgress: vi.fn((_w: string, cb: ProgressCallbacks) => {
       let stopped = false;
       void (async () => {
@@ -144,5 +146,110 @@ describe('documents table', () => {
     expect(fileType('/a/b/Report.PDF')).toBe('pdf');
     expect(fileType('/a/b.d/README')).toBe('');
     expect(fileType('C:\\x\\notes.md')).toBe('md');
+  });
+});
+
+describe('Library: removing a folder asks first (issue 35, 5)', () => {
+  it('one click deletes nothing: an in-page confirmation says what goes; Cancel keeps it; Remove folder removes it', async () => {
+    const { t } = serverLike();
+    const { q, app } = await openLibrary(t);
+    await sleep(50);
+    q('remove-folder').click();
+    await sleep(20);
+    expect(t.removeFolder).not.toHaveBeenCalled();
+    expect(q('remove-confirm')).not.toBeNull();
+    expect(q('remove-confirm-text').textContent).toBe('Remove this folder from default? Its 30 indexed documents leave the index; the files stay on disk.');
+    expect((q('remove-folder') as HTMLButtonElement).disabled).toBe(true);
+    expect(document.activeElement).toBe(q('cancel-remove')); // the safe choice has the focus
+    q('cancel-remove').click();
+    expect(q('remove-confirm')).toBeNull();
+    expect(app.el.querySelectorAll('[data-testid="folder"]').length).toBe(1);
+
+    q('remove-folder').click();
+    q('remove-confirm').dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
+    expect(q('remove-confirm')).toBeNull();
+    expect(t.removeFolder).not.toHaveBeenCalled();
+
+    q('remove-folder').click();
+    q('confirm-remove').click();
+    expect(t.removeFolder).toHaveBeenCalledWith('default', '/lib');
+    await vi.waitFor(() => expect(app.el.querySelectorAll('[data-testid="folder"]').length).toBe(0));
+  });
+
+  it('counts a folder\'s documents by path', () => {
+    const d = (path: string) => ({ id: 1, path, status: 'indexed', chunks: 1 });
+    expect(docsInFolder([d('/a/b/c.md'), d('/a/bc/d.md'), d('/a/b/e/f.md')], '/a/b')).toBe(2);
+    expect(docsInFolder([d('/a/b/c.md')], '/a/b/')).toBe(1);
+    expect(docsInFolder([d('C:\\n\\x.md')], 'C:\\n')).toBe(1);
+  });
+});
+
+describe('Library: adding a folder, in plain words (issue 35, 8)', () => {
+  it('says the server\'s errors plainly, with the absolute-path hint', () => {
+    expect(folderErrorText('invalid request: folder /does/not/exist: stat /does/not/exist: no such file or directory', '/does/not/exist'))
+      .toEqual({ text: 'That folder does not exist: /does/not/exist', hint: ABSOLUTE_HINT });
+    expect(folderErrorText('invalid request: folder /x: stat /x: no such file or directory')).toEqual({ text: 'That folder does not exist: /x', hint: ABSOLUTE_HINT });
+    expect(folderErrorText('invalid request: /etc/passwd is not a folder', '/etc/passwd').text).toBe('That is a file, not a folder: /etc/passwd');
+    expect(folderErrorText('invalid request: folder /root/x: stat /root/x: permission denied', '/root/x').text).toBe('Lore may not read that folder: /root/x');
+    expect(folderErrorText('database is locked', '/n')).toEqual({ text: 'Cannot add the folder: /n: database is locked', hint: '' });
+    expect(ABSOLUTE_HINT).toMatch(/full path/);
+  });
+
+  it('refuses a relative path before sending it (the server would resolve it against its own folder)', () => {
+    for (const p of ['/home/u/notes', 'C:\\Users\\u', 'c:/u', '\\\\srv\\share']) expect(isAbsolutePath(p), p).toBe(true);
+    for (const p of ['notes', './notes', '../x', '~/notes', 'C:notes']) expect(isAbsolutePath(p), p).toBe(false);
+    expect(relativePathText('notes')).toBe('That is not a full path: notes would be looked for in the folder lore serve was started from.');
+    expect(relativePathText('~/notes')).toBe('“~” is not expanded here: ~/notes');
+    expect(relativePathText('/n')).toBe('');
+  });
+
+  it('shows the error under the box, closes on ×, and clears on a later success', async () => {
+    const { t } = serverLike();
+    const { q, app } = await openLibrary(t);
+    await sleep(50);
+    const add = async (path: string) => {
+      (q('folder-path-input') as HTMLInputElement).value = path;
+      (q('add-folder') as HTMLButtonElement).click();
+      await sleep(10);
+    };
+    await add('notes');
+    expect(t.addFolder).not.toHaveBeenCalled();
+    expect(q('folder-error').hidden).toBe(false);
+    expect(q('folder-error-hint').textContent).toBe(ABSOLUTE_HINT);
+
+    (t.addFolder as ReturnType<typeof vi.fn>).mockImplementationOnce(async () => {
+      throw new ApiError('invalid request: folder /does/not/exist: stat /does/not/exist: no such file or directory', 400);
+    });
+    await add('/does/not/exist');
+    expect(q('folder-error-text').textContent).toBe('That folder does not exist: /does/not/exist');
+    expect(q('global-error').hidden).toBe(true); // not the page-wide banner
+    q('dismiss-folder-error').click();
+    expect(q('folder-error').hidden).toBe(true);
+
+    (t.addFolder as ReturnType<typeof vi.fn>).mockImplementationOnce(async () => {
+      throw new ApiError('invalid request: folder /nope: stat /nope: no such file or directory', 400);
+    });
+    await add('/nope');
+    expect(q('folder-error').hidden).toBe(false);
+    await add('/more');
+    expect(t.addFolder).toHaveBeenLastCalledWith('default', '/more');
+    expect(q('folder-error').hidden).toBe(true);
+    expect(app.el.textContent).not.toContain('no such file');
+  });
+});
+
+describe('Library: file names wrap at / or - (issue 35, 21)', () => {
+  it('puts a break opportunity after separators and dashes only, keeping the text', async () => {
+    const { t } = serverLike({ docs: 1 });
+    (t.documents as ReturnType<typeof vi.fn>).mockImplementation(async () => [
+      { id: 1, path: '/lib/2024-04-17_offsite/planning notes.md', rel: '2024-04-17_offsite/planning notes.md', status: 'indexed', chunks: 3 },
+    ]);
+    const { q } = await openLibrary(t);
+    await vi.waitFor(() => expect(q('document')).not.toBeNull());
+    const code = q('document').querySelector('td code')!;
+    expect(code.textContent).toBe('2024-04-17_offsite/planning notes.md');
+    expect(Array.from(code.childNodes).filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent))
+      .toEqual(['2024-', '04-', '17_', 'offsite/', 'planning notes.md']);
+    expect(code.querySelectorAll('wbr').length).toBe(4);
   });
 });

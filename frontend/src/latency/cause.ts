@@ -3,6 +3,7 @@
 
 import { fmtInt, fmtMs, fmtPct } from '../format';
 import type { Trace } from '../transport/types';
+import { stageLabel } from './stats';
 
 export interface Cause {
   stage: string;
@@ -64,7 +65,7 @@ export function ttftCause(t: Trace): Cause | undefined {
     case 'first_decode':
       return { stage, share, text: `the first token itself ${pct} of TTFT (${fmtMs(ms)})`, knob: 'a smaller or better-quantised chat model' };
     default:
-      return { stage, share, text: `${stage.replace(/_/g, ' ')} ${pct} of TTFT`, knob: '' };
+      return { stage, share, text: `${stageLabel(`${stage}_ms`)} ${pct} of TTFT`, knob: '' };
   }
 }
 

@@ -2,6 +2,7 @@
 
 import { fmtMs } from '../format';
 import type { HistogramBucket, HitRate, Percentiles, Trace, TraceStats } from '../transport/types';
+import { WATERFALL_ROWS } from './waterfall';
 
 /** Display order of stage keys; keys the server adds later are appended alphabetically. */
 export const STAGE_ORDER = [
@@ -34,8 +35,20 @@ export interface StatRow {
   n: number;
 }
 
+/** Stages the waterfall has no row for: its two markers' names, and the parts it does not draw. */
+const OTHER_LABELS: Record<string, string> = {
+  ttft_ms: 'TTFT (server)',
+  ui_ttft_ms: 'TTFT (UI)',
+  llm_ttft_ms: 'model TTFT',
+  runner_rtt_ms: 'runner round trip',
+  total_ms: 'total',
+};
+
+/** A stage's name for people, the same in every table as in the waterfall ("prompt_assemble_ms" → "prompt assembly"). */
 export function stageLabel(key: string): string {
-  return key.replace(/_ms$/, '').replace(/_/g, ' ');
+  const row = WATERFALL_ROWS.find((r) => r.key === key);
+  if (row) return row.label;
+  return OTHER_LABELS[key] ?? key.replace(/_ms$/, '').replace(/_/g, ' ');
 }
 
 function isPercentiles(v: unknown): v is Percentiles {

@@ -8,6 +8,7 @@ import { withUIMeasurement } from '../latency/waterfall';
 import { renderMarkdown } from '../markdown';
 import { lowSupport, SUPPORT_TITLE, supportText } from '../support';
 import { DraftPrefetcher } from '../prefetch';
+import { FollowScroll } from './follow';
 import { ReadAhead } from './readahead';
 import type { AskHandle, ChatMessage, ChatSummary, Source, StageEvent, Trace } from '../transport/types';
 import { TTFTMeter, type TTFTResult } from '../ttft';
@@ -42,6 +43,8 @@ class Turn {
 
   raw = '';
   sources: Source[] = [];
+  /** The chat view, told when the turn grows (to keep its end in view) and when a passage is opened to read. */
+  listener: { changed(): void; reading(): void } | undefined;
   requestId = '';
   trace: Trace | undefined;
   private stage: StageState = initialStage();
@@ -138,6 +141,7 @@ class Turn {
       this.prefillBar.value = 1;
       this.prefillLine.textContent = prefillText(p, this.stage.prefillDoneMs);
     }
+    this.listener?.changed();
   }
 
   onSources(src: Source[]): void {
@@ -147,6 +151,7 @@ class Turn {
     this.sourcesBox.hidden = src.length === 0;
     this.showFit();
     if (this.raw) this.render();
+    this.listener?.changed();
   }
 
   /** "4 of 20 candidates fit the prompt" under the stage label and on the sources' summary. */
@@ -180,6 +185,7 @@ class Turn {
   render(): void {
     const cites = new Set(this.sources.map((s) => s.n));
     this.answer.replaceChildren(renderMarkdown(this.raw, { citations: cites }));
+    this.listener?.changed();
   }
 
   finish(trace: Trace | undefined): void {
@@ -191,6 +197,7 @@ class Turn {
     this.el.classList.add('done');
     if (trace) this.updateMeta();
     if (!this.raw.trim() && !this.status.textContent) this.fail('The model returned an empty answer.');
+    this.listener?.changed(); // the buttons and the meta line below the answer
   }
 
   updateMeta(): void {
@@ -231,6 +238,7 @@ class Turn {
     this.status.classList.add('error');
     this.actions.hidden = false;
     this.el.classList.add('done');
+    this.listener?.changed();
   }
 
   stopped(): void {
@@ -286,6 +294,7 @@ class Turn {
       text,
     );
     this.passage.hidden = false;
+    this.listener?.reading(); // the user is reading: a streaming answer must not pull the passage away
     this.passage.scrollIntoView?.({ block: 'nearest' });
     // The sources event may carry a shortened passage; the chunk endpoint has the full one.
     this.ctx.t.chunk(s.chunk_id).then(
@@ -310,6 +319,7 @@ export class ChatView {
   private readonly list: HTMLUListElement;
   private readonly search: HTMLInputElement;
   private readonly messages: HTMLElement;
+  private readonly follow: FollowScroll;
   private readonly input: HTMLTextAreaElement;
   private readonly submitBtn: HTMLButtonElement;
   private readonly stopBtn: HTMLButtonElement;
@@ -339,6 +349,7 @@ export class ChatView {
     this.search = h('input', { type: 'search', class: 'chat-search', testid: 'chat-search', placeholder: 'Search chats', attrs: { 'aria-label': 'Search chats' } });
     this.search.addEventListener('input', () => this.renderChats());
     this.messages = h('div', { class: 'messages', testid: 'messages', attrs: { 'aria-live': 'polite' } });
+    this.follow = new FollowScroll(this.messages);
     this.input = h('textarea', {
       class: 'question-input',
       testid: 'question-input',
@@ -370,7 +381,7 @@ export class ChatView {
         this.search,
         this.list,
       ),
-      h('section', { class: 'chat-main' }, this.messages, this.hint, form, this.readAhead.el),
+      h('section', { class: 'chat-main' }, h('div', { class: 'messages-wrap' }, this.messages, this.follow.button), this.hint, form, this.readAhead.el),
     );
   }
 
@@ -407,6 +418,7 @@ export class ChatView {
   /** The empty chat's welcome, while no question is on screen. */
   private showWelcome(): void {
     if (this.messages.querySelector('[data-testid="turn"]')) return;
+    if (this.ctx.reachable?.() === false) return void this.messages.replaceChildren(); // the banner says why
     const info = { ...this.welcome, workspace: this.ctx.currentWorkspace?.(), chats: this.chats };
     this.messages.replaceChildren(renderWelcome(info, {
       ask: (q) => this.ask(q),
@@ -435,6 +447,7 @@ export class ChatView {
     if (this.running) this.stop();
     this.chatId = undefined;
     clear(this.messages);
+    this.follow.jump();
     this.showWelcome();
     this.markActive();
     this.updateHint();
@@ -444,8 +457,10 @@ export class ChatView {
   updateHint(): void {
     if (this.messages.querySelector('[data-testid="welcome"]')) this.showWelcome(); // counts may have changed
     const ws = this.ctx.workspace();
-    this.hint.hidden = !!ws;
-    this.hint.textContent = ws ? '' : 'Create a workspace and add a folder in the Library to start asking.';
+    // Without an answer from the server the banner says what to do; advice to create a workspace would be wrong.
+    const advise = !ws && this.ctx.reachable?.() !== false;
+    this.hint.hidden = !advise;
+    this.hint.textContent = advise ? 'Create a workspace and add a folder in the Library to start asking.' : '';
     this.submitBtn.disabled = !ws || this.busy;
   }
 
@@ -505,7 +520,7 @@ export class ChatView {
         this.messages.append(Turn.fromHistory(this.ctx, msgs[i].content, a, (q, r) => this.ask(q, r)).el);
       }
       this.markActive();
-      this.messages.lastElementChild?.scrollIntoView?.({ block: 'end' });
+      this.follow.jump();
     } catch (e) {
       this.ctx.notify(`Cannot open the chat: ${errMsg(e)}`);
     }
@@ -528,7 +543,9 @@ export class ChatView {
     const turn = new Turn(this.ctx, question, (q, r) => this.ask(q, r), () => this.rate);
     this.messages.querySelector('[data-testid="welcome"]')?.remove();
     this.messages.append(turn.el);
-    turn.el.scrollIntoView?.({ block: 'end' });
+    // A new question is followed to its answer's end, unless the user scrolls up to read.
+    turn.listener = { changed: () => this.follow.changed(), reading: () => this.follow.hold() };
+    this.follow.jump();
     const isNew = this.chatId === undefined;
     let measured: TTFTResult | undefined;
     const report = () => {

@@ -17,4 +17,6 @@ export interface Ctx {
   currentWorkspace?(): Workspace | undefined;
   /** Opens another view. */
   goto?(view: 'library' | 'models' | 'settings'): void;
+  /** Whether the server answered the workspace list: false after a failure (the banner says why). */
+  reachable?(): boolean;
 }

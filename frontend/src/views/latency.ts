@@ -108,7 +108,8 @@ export function renderDetails(t: Trace): HTMLElement {
       ),
     );
   }
-  tokens.append(h('span', { testid: 'token-split-text', text: `${fmtInt(cached)} cached (${fmtPct(prompt ? cached / prompt : NaN)}) · ${typedText}${stitched ? `${fmtInt(stitched)} stitched · ` : ''}${fmtInt(evald)} evaluated · ${fmtInt(prompt)} total` }));
+  // The parts add up to the total: the tokens read while typing are counted once, not also as cached.
+  tokens.append(h('span', { testid: 'token-split-text', text: `${fmtInt(cached - typed)} cached (${fmtPct(prompt ? (cached - typed) / prompt : NaN)}) · ${typedText}${stitched ? `${fmtInt(stitched)} stitched · ` : ''}${fmtInt(evald)} evaluated · ${fmtInt(prompt)} total` }));
   const item = (k: string, v: Node | string, id?: string, title?: string) => [h('dt', { text: k, title }), h('dd', { testid: id, title }, v)];
   const fb = t.fallback_level ? `level ${t.fallback_level}${t.fallback_reason ? ` — ${t.fallback_reason}` : ''}` : t.fallback_reason || 'none';
   return h('dl', { class: 'trace-details', testid: 'trace-details' },
@@ -185,7 +186,8 @@ export class LatencyView {
   private trace: Trace | undefined;
 
   constructor(private readonly ctx: Ctx) {
-    this.current = h('section', { class: 'card', testid: 'latency-current' }, h('p', { class: 'muted', text: 'Ask a question to see where its time went.' }));
+    this.current = h('section', { class: 'card', testid: 'latency-current', attrs: { tabindex: -1, 'aria-label': 'This answer' } },
+      h('p', { class: 'muted', text: 'Ask a question to see where its time went.' }));
     this.windowSel = h('select', { testid: 'stats-window', attrs: { 'aria-label': 'Window' } }, ...WINDOWS.map((w) => h('option', { value: w, text: w })));
     this.windowSel.value = '1h';
     this.windowSel.addEventListener('change', () => void this.refresh());
@@ -219,6 +221,28 @@ export class LatencyView {
       renderWaterfall(t),
       renderDetails(t),
     );
+    this.markRow();
+  }
+
+  /** Marks the row of the trace shown, if it is listed. */
+  private markRow(): void {
+    for (const b of Array.from(this.history.querySelectorAll('.history-item'))) {
+      const on = b.getAttribute('data-request-id') === this.trace?.request_id;
+      b.classList.toggle('active', on);
+      if (on) b.setAttribute('aria-current', 'true');
+      else b.removeAttribute('aria-current');
+    }
+  }
+
+  /**
+   * A row of Recent requests was clicked: its trace becomes "This answer", and the card is brought into view
+   * (it sits above the history, off-screen once the list is scrolled to).
+   */
+  private async openRow(requestId: string): Promise<void> {
+    await this.open(requestId);
+    if (this.trace?.request_id !== requestId) return; // it could not be loaded: the banner says so
+    this.current.scrollIntoView?.({ block: 'start' });
+    this.current.focus({ preventScroll: true });
   }
 
   async open(ref: Trace | string): Promise<void> {
@@ -282,7 +306,8 @@ export class LatencyView {
           h('li', {},
             h('button', {
               type: 'button', class: 'history-item', testid: 'history-item', attrs: { 'data-request-id': t.request_id },
-              on: { click: () => void this.open(t.request_id) },
+              title: 'Show this request above, under This answer',
+              on: { click: () => void this.openRow(t.request_id) },
             },
               h('span', { class: 'hi-when', text: fmtDate(t.first_token_at) }),
               h('span', { class: 'hi-q', text: t.question || t.request_id }),
@@ -292,6 +317,9 @@ export class LatencyView {
         );
       }
       if (!traces.value?.length) this.history.append(h('li', { class: 'muted', text: 'No requests yet.' }));
+      // Opened before any answer of this session: the newest request rather than an empty card.
+      else if (!this.trace) this.show(traces.value[0]);
+      this.markRow();
     } else {
       this.history.append(h('li', { class: 'error', text: `Cannot load traces: ${errMsg(traces.reason)}` }));
     }

@@ -1,6 +1,6 @@
 // Library: workspaces, folders, indexing progress, per-file errors, documents.
 
-import { clear, errMsg, h } from '../dom';
+import { breakablePath, clear, errMsg, h } from '../dom';
 import { fmtDuration, fmtInt, fmtRate } from '../format';
 import type { DocumentInfo, Progress, ProgressError, Workspace } from '../transport/types';
 import type { Ctx } from './ctx';
@@ -9,6 +9,44 @@ import type { Ctx } from './ctx';
 export function fileType(path: string): string {
   const m = /\.([a-z0-9]{1,8})$/i.exec(path.split(/[/\\]/).pop() ?? '');
   return m ? m[1].toLowerCase() : '';
+}
+
+/** Where a folder path typed in the browser must start: the server resolves any other against its own folder. */
+export const ABSOLUTE_HINT = 'Type the folder’s full path, from the top: /home/you/notes (or C:\\Users\\you\\notes on Windows).';
+
+/** "/notes", "C:\\notes", "\\\\server\\share": a path that does not depend on the server's working folder. */
+export function isAbsolutePath(p: string): boolean {
+  return p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) || p.startsWith('\\\\');
+}
+
+/** Why a typed path is refused before it is sent ('' when it is fine). */
+export function relativePathText(p: string): string {
+  if (isAbsolutePath(p)) return '';
+  if (p === '~' || /^~[\\/]/.test(p)) return `“~” is not expanded here: ${p}`;
+  return `That is not a full path: ${p} would be looked for in the folder lore serve was started from.`;
+}
+
+/**
+ * The server's error for an added folder in plain words, with what to do: "invalid request: folder /x: stat
+ * /x: no such file or directory" → "That folder does not exist: /x". `path` is what was typed ('' from the
+ * desktop picker: then it is taken from the message).
+ */
+export function folderErrorText(raw: string, path = ''): { text: string; hint: string } {
+  const msg = raw.replace(/^invalid request:\s*/i, '').trim();
+  const where = path || /^folder (.+?): l?stat /.exec(msg)?.[1] || /^(.+) is not a folder$/.exec(msg)?.[1] || '';
+  const at = where ? `: ${where}` : '';
+  if (/ is not a folder$/.test(msg)) return { text: `That is a file, not a folder${at}`, hint: 'Add the folder that holds it.' };
+  if (/no such file or directory|not a directory|cannot find the (file|path)/i.test(msg)) return { text: `That folder does not exist${at}`, hint: ABSOLUTE_HINT };
+  if (/permission denied|access is denied|operation not permitted/i.test(msg)) {
+    return { text: `Lore may not read that folder${at}`, hint: 'The user that runs Lore needs permission to open it.' };
+  }
+  return { text: `Cannot add the folder${at}: ${msg}`, hint: '' };
+}
+
+/** The folder's documents, by path ("/a/b" holds "/a/b/c.md", not "/a/bc/d.md"). */
+export function docsInFolder(docs: DocumentInfo[], folder: string): number {
+  const base = folder.replace(/[/\\]+$/, '');
+  return docs.filter((d) => d.path === base || d.path.startsWith(base + '/') || d.path.startsWith(base + '\\')).length;
 }
 
 export function progressText(p: Progress): string {
@@ -37,6 +75,14 @@ export class LibraryView {
   private readonly errors: HTMLUListElement;
   private readonly docs: HTMLTableSectionElement;
   private readonly wsInput: HTMLInputElement;
+  /** Why the last add failed, in plain words, until closed or a later add succeeds. */
+  private readonly addError: HTMLElement;
+  private readonly addErrorText: HTMLElement;
+  private readonly addErrorHint: HTMLElement;
+  /** The folder whose removal waits for the user's confirmation. */
+  private confirming: string | undefined;
+  private docList: DocumentInfo[] = [];
+  private ws: Workspace | undefined;
   private unwatch: (() => void) | undefined;
   private watching = '';
   private progressErrors: ProgressError[] = [];
@@ -58,6 +104,12 @@ export class LibraryView {
     this.docs = h('tbody');
     this.wsInput = h('input', { type: 'text', testid: 'new-workspace-input', placeholder: 'New workspace name', attrs: { 'aria-label': 'Workspace name', maxlength: 64 } });
 
+    this.addErrorText = h('span', { testid: 'folder-error-text' });
+    this.addErrorHint = h('small', { class: 'inline-error-hint', testid: 'folder-error-hint' });
+    this.addError = h('div', { class: 'inline-error', testid: 'folder-error', role: 'alert', hidden: true },
+      h('span', { class: 'inline-error-text' }, this.addErrorText, this.addErrorHint),
+      h('button', { type: 'button', class: 'banner-close', testid: 'dismiss-folder-error', text: '×', title: 'Dismiss',
+        attrs: { 'aria-label': 'Dismiss' }, on: { click: () => this.showAddError(undefined) } }));
     let addRow: HTMLElement;
     if (desktop) {
       addRow = h('div', { class: 'row' },
@@ -85,6 +137,7 @@ export class LibraryView {
         h('h3', { text: 'Folders' }),
         this.folders,
         addRow,
+        this.addError,
       ),
       h('section', { class: 'card' },
         h('h3', { text: 'Indexing' }),
@@ -137,6 +190,8 @@ export class LibraryView {
   }
 
   private renderWorkspace(ws: Workspace | undefined): void {
+    this.ws = ws;
+    if (this.confirming && !ws?.folders?.includes(this.confirming)) this.confirming = undefined;
     clear(this.folders);
     this.renderErrors();
     if (!ws) {
@@ -146,10 +201,13 @@ export class LibraryView {
     }
     this.wsTitle.textContent = `Library — ${ws.name}`;
     for (const f of ws.folders ?? []) {
+      const asking = this.confirming === f;
       this.folders.append(
         h('li', { class: 'folder', testid: 'folder', attrs: { 'data-path': f } },
           h('code', { text: f }),
-          h('button', { type: 'button', class: 'btn small danger', testid: 'remove-folder', text: 'Remove', on: { click: () => void this.removeFolder(f) } }),
+          h('button', { type: 'button', class: 'btn small danger', testid: 'remove-folder', text: 'Remove', disabled: asking,
+            on: { click: () => this.askRemove(f) } }),
+          asking ? this.confirmBox(f) : null,
         ),
       );
     }
@@ -167,11 +225,13 @@ export class LibraryView {
       return;
     }
     if (ws !== this.ctx.workspace()) return; // switched meanwhile
+    this.docList = docs;
+    if (this.confirming) this.renderWorkspace(this.ws); // the confirmation counts the folder's documents
     clear(this.docs); // replaced in one go: no empty table in between
     for (const d of docs) {
       this.docs.append(
         h('tr', { class: d.status === 'error' ? 'error' : '', testid: 'document', attrs: { 'data-status': d.status } },
-          h('td', { title: d.path }, h('code', { text: d.rel || d.path })),
+          h('td', { title: d.path }, h('code', {}, ...breakablePath(d.rel || d.path))),
           h('td', { class: 'muted', text: fileType(d.path) }),
           h('td', { title: d.error || '' }, d.status, d.error ? h('span', { class: 'doc-error', testid: 'document-error', text: ` — ${d.error}` }) : null),
           h('td', { text: fmtInt(d.chunks) }),
@@ -268,25 +328,64 @@ export class LibraryView {
     }
   }
 
+  /** Shows (or, undefined, hides) the add-folder error under the path box. */
+  private showAddError(e: { text: string; hint: string } | undefined): void {
+    this.addError.hidden = !e;
+    this.addErrorText.textContent = e?.text ?? '';
+    this.addErrorHint.textContent = e?.hint ?? '';
+    this.addErrorHint.hidden = !e?.hint;
+  }
+
   private async addFolder(): Promise<void> {
     const ws = this.ctx.workspace();
-    if (!ws) return this.ctx.notify('Create a workspace first.');
+    if (!ws) return this.showAddError({ text: 'Create a workspace first (below).', hint: '' });
     const path = this.pathInput?.value.trim();
-    if (this.pathInput && !path) return this.ctx.notify('Type the folder path first.');
+    if (this.pathInput && !path) return this.showAddError({ text: 'Type the folder’s path first.', hint: ABSOLUTE_HINT });
+    // The server would resolve a relative path against its own working folder: refused here, with the reason.
+    const relative = path ? relativePathText(path) : '';
+    if (relative) return this.showAddError({ text: relative, hint: ABSOLUTE_HINT });
     try {
       const added = await this.ctx.t.addFolder(ws, path);
+      this.showAddError(undefined);
       if (this.pathInput) this.pathInput.value = '';
       if (added === '' && this.ctx.t.desktop) return; // picker cancelled
       this.barText.textContent = 'Starting…';
       this.watch(true);
       this.ctx.workspacesChanged();
     } catch (e) {
-      this.ctx.notify(`Cannot add the folder: ${errMsg(e)}`);
+      this.showAddError(folderErrorText(errMsg(e), path ?? ''));
     }
+  }
+
+  /** Remove asks first, in the page (a native confirm() can be dismissed unseen by a webview or a test driver). */
+  private askRemove(path: string): void {
+    this.confirming = path;
+    this.renderWorkspace(this.ws);
+    (this.folders.querySelector('[data-testid="cancel-remove"]') as HTMLButtonElement | null)?.focus();
+  }
+
+  private confirmBox(path: string): HTMLElement {
+    const n = docsInFolder(this.docList, path);
+    const cancel = () => {
+      this.confirming = undefined;
+      this.renderWorkspace(this.ws);
+    };
+    const box = h('div', { class: 'folder-confirm', testid: 'remove-confirm', role: 'group', attrs: { 'aria-label': 'Confirm removal' } },
+      h('span', { class: 'folder-confirm-text', testid: 'remove-confirm-text',
+        text: `Remove this folder from ${this.ws?.name ?? 'the workspace'}? ${n ? `Its ${fmtInt(n)} indexed document${n === 1 ? '' : 's'} leave the index` : 'Its documents leave the index'}; the files stay on disk.` }),
+      h('button', { type: 'button', class: 'btn small danger', testid: 'confirm-remove', text: 'Remove folder', on: { click: () => void this.removeFolder(path) } }),
+      h('button', { type: 'button', class: 'btn small', testid: 'cancel-remove', text: 'Cancel', on: { click: cancel } }),
+    );
+    box.addEventListener('keydown', (ev) => {
+      if ((ev as KeyboardEvent).key === 'Escape') cancel();
+    });
+    return box;
   }
 
   private async removeFolder(path: string): Promise<void> {
     const ws = this.ctx.workspace();
+    this.confirming = undefined;
+    this.renderWorkspace(this.ws);
     if (!ws) return;
     try {
       await this.ctx.t.removeFolder(ws, path);

@@ -1,5 +1,6 @@
 // The line under the chat box that says what the drafts have read ahead (GET /api/prefetch), so the user sees
-// that Enter will answer from a prompt already read.
+// that Enter will answer from a prompt already read. Within one question the line only moves forward (a newer
+// draft starting over does not take it back), and it settles when nothing more happens.
 
 import { h } from '../dom';
 import { fmtInt } from '../format';
@@ -7,52 +8,106 @@ import type { PrefetchStatus } from '../transport/types';
 
 /** How often a draft still being read is asked about. */
 export const POLL_MS = 300;
+/** Reading with no news for this long (typing stopped, nothing more read): the line settles, without "…". */
+export const SETTLE_MS = 2000;
+/** How often a settled line still asks, so that a read that finishes late is still shown. */
+export const SETTLED_POLL_MS = 1500;
+/** What the line is for, on hover. */
+export const READ_AHEAD_TITLE =
+  'While you type, Lore finds the passages for your question and reads them into the model, so that the answer starts sooner after Enter.';
 
-/** The line for a status; '' hides it. */
-export function readAheadText(st: PrefetchStatus): string {
+/** What the line shows: a status, or the furthest one seen for this question. */
+export type ReadAheadShown = Pick<PrefetchStatus, 'state' | 'read' | 'passages' | 'tokens'>;
+
+/** The line for a status as [what it is for, how far]; undefined hides it. */
+export function readAheadParts(st: ReadAheadShown): [string, string] | undefined {
   const n = (k: number) => `${fmtInt(k)} passage${k === 1 ? '' : 's'}`;
   switch (st.state) {
     case 'reading':
-      return `Reading ahead: ${fmtInt(st.read)} of ${n(st.passages)}…`;
+      return ['Preparing the answer while you type: ', `${fmtInt(st.read)} of ${n(st.passages)} read…`];
     case 'ready':
-      return st.passages ? `Read ahead: ${n(st.passages)}, ${fmtInt(st.tokens)} tokens` : '';
+      return st.passages ? ['Prepared while you type: ', `${n(st.passages)}, ${fmtInt(st.tokens)} tokens read ahead`] : undefined;
     case 'stopped':
-      return st.read ? `Read ahead: ${fmtInt(st.read)} of ${n(st.passages)}` : '';
+      return st.read ? ['Prepared while you type: ', `${fmtInt(st.read)} of ${n(st.passages)} read ahead`] : undefined;
     default:
-      return '';
+      return undefined;
   }
 }
+
+/** The line for a status; '' hides it. */
+export function readAheadText(st: ReadAheadShown): string {
+  return readAheadParts(st)?.join('') ?? '';
+}
+
+/**
+ * The next line of one question: a status that has read fewer passages than the line shows (a newer draft
+ * starting over, "3 of 6" → "0 of 5") keeps the line as it is (settled, once that status is no longer
+ * reading); one that has read as many or more replaces it. A status with nothing for the next question
+ * settles what is shown.
+ */
+export function nextShown(prev: ReadAheadShown | undefined, st: PrefetchStatus): ReadAheadShown | undefined {
+  const known = st.state === 'reading' || st.state === 'ready' || st.state === 'stopped';
+  const cur: ReadAheadShown = { state: st.state, read: st.read, passages: st.passages, tokens: st.tokens };
+  if (!prev) return known ? cur : undefined;
+  if (known && st.read >= prev.read) return cur;
+  return prev.state === 'reading' && st.state !== 'reading' ? { ...prev, state: 'stopped' } : prev;
+}
+
+function same(a: ReadAheadShown | undefined, b: ReadAheadShown | undefined): boolean {
+  return a === b || (!!a && !!b && a.state === b.state && a.read === b.read && a.passages === b.passages && a.tokens === b.tokens);
+}
+
+const NONE: PrefetchStatus = { state: 'none', passages: 0, read: 0, tokens: 0, read_tokens: 0 };
 
 export class ReadAhead {
   readonly el: HTMLElement;
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** Bumped by every follow and clear, so a late answer of an older poll is dropped. */
   private gen = 0;
+  /** This question's line so far (cleared when the question is sent or the box emptied). */
+  private shown: ReadAheadShown | undefined;
+  /** When the line last changed, or a draft last went out (ms, Date.now()). */
+  private changedAt = 0;
 
   constructor(private readonly status: () => Promise<PrefetchStatus>) {
-    this.el = h('div', { class: 'read-ahead', testid: 'read-ahead', hidden: true });
+    this.el = h('div', { class: 'read-ahead', testid: 'read-ahead', hidden: true, title: READ_AHEAD_TITLE });
   }
 
-  /** A draft went out: show its reading until it is done. */
+  /** A draft went out: show its reading until it is done (or nothing more happens for a while). */
   follow(): void {
     const gen = this.stop();
+    this.changedAt = Date.now();
     const poll = async (): Promise<void> => {
-      const st = await this.status().catch((): PrefetchStatus => ({ state: 'none', passages: 0, read: 0, tokens: 0, read_tokens: 0 }));
+      const st = await this.status().catch((): PrefetchStatus => NONE);
       if (gen !== this.gen) return;
-      this.el.dataset.state = st.state;
-      this.el.textContent = readAheadText(st);
-      this.el.hidden = !this.el.textContent;
-      if (st.state === 'reading') this.timer = setTimeout(() => void poll(), POLL_MS);
+      const next = nextShown(this.shown, st);
+      if (!same(next, this.shown)) {
+        this.shown = next;
+        this.changedAt = Date.now();
+      }
+      let view = this.shown;
+      const quiet = Date.now() - this.changedAt >= SETTLE_MS;
+      if (view?.state === 'reading' && quiet) view = { ...view, state: 'stopped' };
+      this.render(view);
+      if (st.state === 'reading') this.timer = setTimeout(() => void poll(), quiet ? SETTLED_POLL_MS : POLL_MS);
     };
     void poll();
   }
 
-  /** The question was sent or the draft emptied: nothing to show. */
+  /** The question was sent or the draft emptied: nothing to show, and the next question starts afresh. */
   clear(): void {
     this.stop();
-    this.el.hidden = true;
-    this.el.textContent = '';
-    delete this.el.dataset.state;
+    this.shown = undefined;
+    this.render(undefined);
+  }
+
+  private render(view: ReadAheadShown | undefined): void {
+    const parts = view ? readAheadParts(view) : undefined;
+    // On a narrow window the purpose gives way (cut with "…"); how far it got stays whole.
+    this.el.replaceChildren(...(parts ? [h('span', { class: 'ra-what', text: parts[0] }), h('span', { class: 'ra-count', text: parts[1] })] : []));
+    this.el.hidden = !parts;
+    if (view && parts) this.el.dataset.state = view.state;
+    else delete this.el.dataset.state;
   }
 
   private stop(): number {

@@ -1,7 +1,7 @@
 // Retrieval and runtime settings. The ranges are the server's (app/settings.go, validate()), so what the
 // server sends can always be saved back unchanged; several fields use 0 for "auto" or "off".
 
-import { errMsg, h } from '../dom';
+import { codeText, errMsg, h } from '../dom';
 import type { HNSWSweep, Settings } from '../transport/types';
 import type { Ctx } from './ctx';
 import { renderSweep } from './sweep';
@@ -38,7 +38,7 @@ export const NUMERIC_SETTINGS: NumField[] = [
 
 /** The passage KV switch: approximate, so off by default and said so where it is turned on. */
 const PASSAGE_KV_HELP =
-  'save each passage’s KV once and place it into later prompts instead of reading the passage again: answers start much sooner, but a placed passage has not read the sources before it, so answers can differ from a full reading. Refused for a model whose measured fidelity is below the floor (lore bench ttft --fidelity).';
+  'save each passage’s KV once and place it into later prompts instead of reading the passage again: answers start much sooner, but a placed passage has not read the sources before it, so answers can differ from a full reading. Refused for a model whose measured fidelity is below the floor (`lore bench ttft --fidelity`).';
 
 /** "0 = auto" etc. for a field, '' when 0 has no special meaning. */
 export function zeroNote(f: NumField): string {
@@ -92,7 +92,7 @@ export class SettingsView {
           form.append(h('div', { class: 'field' },
             h('label', { for: 'setting-passage_kv', text: 'Stitch saved passages' }),
             h('span', { class: 'field-input' }, this.passageKV),
-            h('small', { class: 'muted', id: 'setting-passage_kv-help', text: PASSAGE_KV_HELP })));
+            h('small', { class: 'muted', id: 'setting-passage_kv-help' }, ...codeText(PASSAGE_KV_HELP))));
         }
       }
       const id = `setting-${f.key}`;
@@ -103,7 +103,7 @@ export class SettingsView {
           h('label', { for: id, text: f.label }),
           h('span', { class: 'field-input' }, inp, f.unit ? h('span', { class: 'muted small', text: f.unit }) : null,
             f.zero ? h('span', { class: 'zero-note', testid: `${id}-zero`, text: zeroNote(f) }) : null),
-          h('small', { class: 'muted', id: `${id}-help`, text: `${f.help} (${f.min}–${f.max})` }),
+          h('small', { class: 'muted', id: `${id}-help` }, ...codeText(`${f.help} (${f.min}–${f.max})`)),
         ),
       );
       if (f.key === 'ef_search') {

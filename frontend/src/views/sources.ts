@@ -40,8 +40,8 @@ export function sourceChip(s: Source, onOpen: (n: number) => void): HTMLLIElemen
     h('button', { type: 'button', class: 'source-btn', title, on: { click: () => onOpen(s.n) } },
       h('span', { class: 'source-n', text: `[${s.n}]` }),
       h('span', { class: 'source-doc', testid: 'source-name', text: name }),
-      // The folder is cut from its start ("…/deep"); the marks keep its slashes in place under rtl.
-      dir ? h('span', { class: 'source-dir', text: `\u200e${dir.replace(/[/\\]$/, '')}\u200e` }) : null,
+      // The folder is cut at its end ("notes/de…"), as every label is: its start is what the user recognises.
+      dir ? h('span', { class: 'source-dir', text: dir.replace(/[/\\]$/, '') }) : null,
       s.heading ? h('span', { class: 'source-heading', text: s.heading }) : null,
       loc ? h('span', { class: 'source-loc', testid: 'source-loc', text: loc }) : null,
     ),

@@ -1,6 +1,6 @@
 // The efSearch trade-off `lore bench retrieval --sweep` measured on this machine, shown beside ef_search:
 // recall@10 and p95 latency per efSearch at each corpus size, the knee marked, the current setting highlighted.
-import { h, svg } from '../dom';
+import { codeText, h, svg } from '../dom';
 import { fmtInt } from '../format';
 import type { HNSWSweep } from '../transport/types';
 
@@ -33,8 +33,8 @@ function curve(sizes: Size[]): SVGElement {
 /** The measured curve, or how to measure it. */
 export function renderSweep(sw: HNSWSweep | undefined, setting: number): HTMLElement {
   if (!sw?.sizes?.length) {
-    return h('p', { class: 'muted small', testid: 'sweep-none',
-      text: 'Not measured on this machine yet: `lore bench retrieval --sweep` measures recall and latency per efSearch (about 1 minute at 100,000 vectors; --sweep-sizes 100000), and this table shows it.' });
+    return h('p', { class: 'muted small', testid: 'sweep-none' },
+      ...codeText('Not measured on this machine yet: `lore bench retrieval --sweep` measures recall and latency per efSearch (about 1 minute at 100,000 vectors; `--sweep-sizes 100000`), and this table shows it.'));
   }
   const ef = efFor(setting);
   const knees = sw.sizes.map(knee);
@@ -57,6 +57,6 @@ export function renderSweep(sw: HNSWSweep | undefined, setting: number): HTMLEle
   return h('div', { class: 'sweep', testid: 'sweep' },
     curve(sw.sizes),
     table,
-    h('p', { class: 'muted small', testid: 'sweep-note',
-      text: `Measured ${Number.isNaN(when.getTime()) ? '' : when.toLocaleString()} by lore bench retrieval --sweep on synthetic clustered vectors (${sw.sizes.map((s) => `${fmtInt(s.n)}: built in ${s.build_s} s, exact search p95 ${s.exact_p95_ms.toFixed(1)} ms`).join('; ')}). Libraries under 10,000 chunks use exact search, where efSearch does not matter.` }));
+    h('p', { class: 'muted small', testid: 'sweep-note' }, ...codeText(
+      `Measured ${Number.isNaN(when.getTime()) ? '' : when.toLocaleString()} by \`lore bench retrieval --sweep\` on synthetic clustered vectors (${sw.sizes.map((s) => `${fmtInt(s.n)}: built in ${s.build_s} s, exact search p95 ${s.exact_p95_ms.toFixed(1)} ms`).join('; ')}). Libraries under 10,000 chunks use exact search, where efSearch does not matter.`)));
 }
