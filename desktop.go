@@ -249,6 +249,27 @@ func (d *App) Documents(workspace string) ([]app.DocumentInfo, error) {
 	return get(d, func(ctx context.Context) ([]app.DocumentInfo, error) { return d.core.Documents(ctx, workspace) })
 }
 
+// RenameWorkspace renames a workspace; its progress events follow the new name.
+func (d *App) RenameWorkspace(workspace, name string) (app.WorkspaceInfo, error) {
+	return get(d, func(ctx context.Context) (app.WorkspaceInfo, error) {
+		w, err := d.core.RenameWorkspace(ctx, workspace, name)
+		if err == nil {
+			d.follow(w.Name)
+		}
+		return w, err
+	})
+}
+
+// DeleteWorkspace deletes a workspace and what Lore keeps of it (not the files).
+func (d *App) DeleteWorkspace(workspace string) error {
+	return call(d, func(ctx context.Context) error { return d.core.DeleteWorkspace(ctx, workspace) })
+}
+
+// SearchChats finds the workspace's chats whose title or turns hold the query's words.
+func (d *App) SearchChats(workspace, query string) ([]app.ChatMatch, error) {
+	return get(d, func(ctx context.Context) ([]app.ChatMatch, error) { return d.core.SearchChats(ctx, workspace, query) })
+}
+
 // Chats lists the workspace's chats, newest first.
 func (d *App) Chats(workspace string) ([]app.Chat, error) {
 	return get(d, func(ctx context.Context) ([]app.Chat, error) { return d.core.Chats(ctx, workspace) })

@@ -298,6 +298,15 @@ func TestArgumentsAreValidated(t *testing.T) {
 	wantInvalid(t, "AddFolder to an unknown workspace", ignore(d.AddFolder("nope")))
 	wantInvalid(t, "CreateWorkspace with a slash", ignore(d.CreateWorkspace("a/b")))
 	wantInvalid(t, "CreateWorkspace with a newline", ignore(d.CreateWorkspace("a\nb")))
+	wantInvalid(t, "CreateWorkspace with a bang", ignore(d.CreateWorkspace("My Notes!")))
+	wantInvalid(t, "RenameWorkspace of the default", ignore(d.RenameWorkspace("default", "main")))
+	wantInvalid(t, "RenameWorkspace of an unknown workspace", ignore(d.RenameWorkspace("nope", "main")))
+	wantInvalid(t, "DeleteWorkspace of the default", d.DeleteWorkspace("default"))
+	wantInvalid(t, "DeleteWorkspace of an unknown workspace", d.DeleteWorkspace("nope"))
+	wantInvalid(t, "SearchChats of an unknown workspace", ignore(d.SearchChats("nope", "x")))
+	if _, err := d.CreateWorkspace("default"); !errors.Is(err, app.ErrExists) {
+		t.Errorf("CreateWorkspace(default) again: %v, want ErrExists", err)
+	}
 	wantInvalid(t, "Chat(0)", ignore(d.Chat(0)))
 	wantInvalid(t, "Chunk(-1)", ignore(d.Chunk(-1)))
 	wantInvalid(t, "Traces(0)", ignore(d.Traces(0)))

@@ -105,6 +105,8 @@ type ask struct {
 	reasons  []string
 	answer   strings.Builder
 	release  func()
+	newChat  bool  // the question started its chat
+	question int64 // the question's stored message
 	span     trace.Span
 	sendErr  error
 }
@@ -207,28 +209,43 @@ func (x *ask) degrade(level int, reason string) {
 	x.reasons = append(x.reasons, reason)
 }
 
+// start creates the chat if the question starts one, then sends the
+// first event with the chat's id: a front door that stops the answer at
+// once still knows which chat to continue (a retry goes on in it).
 func (x *ask) start() error {
-	return x.send(Started{RequestID: x.t.RequestID, ChatID: x.t.ChatID})
-}
-
-// openChat creates the chat if new, loads its earlier turns and stores the
-// question, so it is kept even if answering fails.
-func (x *ask) openChat() error {
-	db := x.a.db
 	if x.t.ChatID == 0 {
-		title := x.q
-		if len(title) > 80 {
-			title = title[:80] + "…"
-		}
-		c, err := db.NewChat(x.ctx, x.ws.ID, title)
+		c, err := x.a.db.NewChat(x.ctx, x.ws.ID, chatTitle(x.q))
 		if err != nil {
 			return err
 		}
-		x.t.ChatID = c.ID
-	} else if err := x.loadHistory(); err != nil {
-		return err
+		x.t.ChatID, x.newChat = c.ID, true
 	}
-	_, err := db.AppendMessage(x.ctx, store.Message{ChatID: x.t.ChatID, Role: "user", Content: x.q, RequestID: x.t.RequestID})
+	return x.send(Started{RequestID: x.t.RequestID, ChatID: x.t.ChatID})
+}
+
+// chatTitle is a chat's title: its first question, cut to 80 bytes on a
+// character boundary.
+func chatTitle(q string) string {
+	if len(q) <= 80 {
+		return q
+	}
+	cut := 80
+	for cut > 0 && !utf8.RuneStart(q[cut]) {
+		cut--
+	}
+	return q[:cut] + "…"
+}
+
+// openChat loads the chat's earlier turns and stores the question, so it
+// is kept even if answering fails.
+func (x *ask) openChat() error {
+	if !x.newChat {
+		if err := x.loadHistory(); err != nil {
+			return err
+		}
+	}
+	m, err := x.a.db.AppendMessage(x.ctx, store.Message{ChatID: x.t.ChatID, Role: "user", Content: x.q, RequestID: x.t.RequestID})
+	x.question = m.ID
 	return err
 }
 
@@ -243,17 +260,39 @@ func (x *ask) loadHistory() error {
 	}
 	for _, m := range msgs {
 		h := turn{Message: engine.Message{Role: m.Role, Content: m.Content}}
-		if m.Role == "user" && m.RequestID != "" {
-			h.passages = x.a.turnPassages(x.ctx, m.RequestID)
+		switch {
+		case m.Role != "user":
+		case m.Passages != nil:
+			h.passages = storedPassages(m.Passages)
+		case m.RequestID != "":
+			h.passages = x.a.turnPassages(x.ctx, m.RequestID) // stored before questions kept their passages
 		}
 		x.history = append(x.history, h)
 	}
 	return nil
 }
 
+// storedPassages are the passages a question's turn carried, as it sent
+// them (a cut one cut), from the JSON stored with the question.
+func storedPassages(b []byte) []retrieve.Passage {
+	var ss []Source
+	if json.Unmarshal(b, &ss) != nil {
+		return nil
+	}
+	out := make([]retrieve.Passage, len(ss))
+	for i, s := range ss {
+		// Document is the path relative to its folder, or the whole path:
+		// as Rel it renders as it did (sourceBlock).
+		out[i] = retrieve.Passage{ChunkID: s.ChunkID, Path: s.Path, Rel: s.Document, Heading: s.Heading,
+			Page: s.Page, LineStart: s.LineStart, LineEnd: s.LineEnd, Text: s.Text}
+	}
+	return out
+}
+
 // turnPassages are the passages a question's prompt placed in its own
-// turn, read back (the cut one cut again) so that a follow-up renders that
-// turn byte for byte.
+// turn, read back from its trace (the cut one cut again) so that a
+// follow-up renders that turn byte for byte: for the questions stored
+// before they kept their passages themselves.
 // A chunk gone since (re-indexed) is left out: the cache is then reused
 // only up to it.
 func (a *App) turnPassages(ctx context.Context, requestID string) []retrieve.Passage {
@@ -561,15 +600,7 @@ func (x *ask) finish(err error) {
 	} else if x.gen != nil { // an extractive answer quotes its passages: nothing to check
 		x.noteSupport()
 	}
-	if t.ChatID != 0 && (x.answer.Len() > 0 || t.Error != "") {
-		content := x.answer.String()
-		if t.StopReason == "cancel" {
-			content += " [stopped]"
-		}
-		if _, err := x.a.db.AppendMessage(ctx, store.Message{ChatID: t.ChatID, Role: "assistant", Content: content, RequestID: t.RequestID}); err != nil {
-			x.a.log.Error("store answer", "request", t.RequestID, "err", err)
-		}
-	}
+	x.storeTurn(ctx)
 	// The UI's report usually comes before the trace is stored; one that
 	// comes while it is being stored is applied after.
 	ui := x.a.pendingUI(t.RequestID)
@@ -591,6 +622,46 @@ func (x *ask) finish(err error) {
 	}
 	if err == nil || t.StopReason == "cancel" {
 		x.send(Done{t})
+	}
+}
+
+// storeTurn keeps the turn with its chat: the passages the question's turn
+// placed in the prompt (with the question), and the answer with the sources
+// it was shown with and whether it was stopped. A chat reopened later
+// shows its citations, and a follow-up lays this turn out as it was sent.
+func (x *ask) storeTurn(ctx context.Context) {
+	t, db := x.t, x.a.db
+	if t.ChatID == 0 || x.question == 0 {
+		return
+	}
+	if x.prompt != "" { // assembled: even none are worth knowing
+		b, err := json.Marshal(toSources(x.laid.turn))
+		if err == nil {
+			err = db.SetPassages(ctx, x.question, b)
+		}
+		if err != nil {
+			x.a.log.Error("store passages", "request", t.RequestID, "err", err)
+		}
+	}
+	if x.answer.Len() == 0 && t.Error == "" {
+		return
+	}
+	m := store.Message{ChatID: t.ChatID, Role: "assistant", Content: x.answer.String(), RequestID: t.RequestID,
+		Stopped: t.StopReason == "cancel"}
+	if len(x.passages) > 0 {
+		// Their texts are the questions' (above), or the chunks' (extractive).
+		src := toSources(x.passages)
+		for i := range src {
+			src[i].Text = ""
+		}
+		b, err := json.Marshal(src)
+		if err != nil {
+			x.a.log.Error("store sources", "request", t.RequestID, "err", err)
+		}
+		m.Sources = b
+	}
+	if _, err := db.AppendMessage(ctx, m); err != nil {
+		x.a.log.Error("store answer", "request", t.RequestID, "err", err)
 	}
 }
 

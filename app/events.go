@@ -10,7 +10,8 @@ type Event interface{ Kind() string }
 type Sink func(Event) error
 
 // Started is the first event of an admitted question: the id to cancel it
-// by. A new chat's id comes with Done (the chat is created after this).
+// by, and the chat it goes to (a new one is created before this event, so
+// an answer stopped at once can still be continued in it).
 type Started struct {
 	RequestID string `json:"request_id"`
 	ChatID    int64  `json:"chat_id"`

@@ -38,6 +38,10 @@ type job struct {
 	last      Summary
 	subs      map[chan IndexEvent]struct{}
 	stopWatch context.CancelFunc
+
+	ctx    context.Context // ends when the app closes or the workspace goes (forget)
+	cancel context.CancelFunc
+	exited chan struct{} // closed when loop returns
 }
 
 type jobReq struct {
@@ -70,7 +74,9 @@ func (j *jobs) get(ws store.Workspace) *job {
 	if x := j.ws[ws.ID]; x != nil {
 		return x
 	}
-	x := &job{j: j, ws: ws, wake: make(chan struct{}, 1), reqs: make(chan *jobReq), subs: map[chan IndexEvent]struct{}{}}
+	x := &job{j: j, ws: ws, wake: make(chan struct{}, 1), reqs: make(chan *jobReq), subs: map[chan IndexEvent]struct{}{},
+		exited: make(chan struct{})}
+	x.ctx, x.cancel = context.WithCancel(j.ctx)
 	j.ws[ws.ID] = x
 	j.wg.Add(1)
 	go x.loop()
@@ -82,17 +88,47 @@ func (j *jobs) stop() {
 	j.wg.Wait()
 }
 
+// rename follows a workspace's new name: later runs index under it.
+func (j *jobs) rename(ws int64, name string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if x := j.ws[ws]; x != nil {
+		x.ws.Name = name
+	}
+}
+
+// forget stops the workspace's runner for good (a run going on is
+// cancelled, its watcher stopped) and waits until it has, or ctx ends:
+// the workspace is about to be deleted, and a run must not recreate it.
+func (j *jobs) forget(ctx context.Context, ws int64) error {
+	j.mu.Lock()
+	x := j.ws[ws]
+	delete(j.ws, ws)
+	j.mu.Unlock()
+	if x == nil {
+		return nil
+	}
+	x.cancel()
+	select {
+	case <-x.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (x *job) loop() {
 	defer x.j.wg.Done()
+	defer close(x.exited)
 	for {
 		select {
-		case <-x.j.ctx.Done():
+		case <-x.ctx.Done():
 			return
 		case r := <-x.reqs:
 			sum, err := x.run(r.ctx, r.folders, r.progress)
 			r.done <- jobResult{sum, err}
 		case <-x.wake:
-			x.run(x.j.ctx, nil, nil)
+			x.run(x.ctx, nil, nil)
 		}
 	}
 }
@@ -112,7 +148,7 @@ func (x *job) do(ctx context.Context, folders []string, progress func(Progress))
 	case x.reqs <- r:
 	case <-ctx.Done():
 		return Summary{}, ctx.Err()
-	case <-x.j.ctx.Done():
+	case <-x.ctx.Done():
 		return Summary{}, context.Canceled
 	}
 	res := <-r.done
@@ -124,7 +160,7 @@ func (x *job) do(ctx context.Context, folders []string, progress func(Progress))
 func (x *job) run(ctx context.Context, folders []string, progress func(Progress)) (Summary, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(x.j.ctx, cancel) // the app closing stops it too
+	stop := context.AfterFunc(x.ctx, cancel) // the app closing, or the workspace going, stops it too
 	defer stop()
 	a := x.j.a
 	m, let := a.hold()
@@ -135,10 +171,11 @@ func (x *job) run(ctx context.Context, folders []string, progress func(Progress)
 	}
 	x.j.mu.Lock()
 	x.running = true
+	name := x.ws.Name // renames change it
 	x.j.mu.Unlock()
 
 	var files int // the parse phase's total, carried into the embed phase's events
-	sum, err := ix.Run(ctx, x.ws.Name, folders, ingest.Options{Progress: func(p ingest.Progress) {
+	sum, err := ix.Run(ctx, name, folders, ingest.Options{Progress: func(p ingest.Progress) {
 		if p.Phase == ingest.PhaseParse {
 			files = p.FilesTotal
 		} else if p.Phase == ingest.PhaseEmbed && p.FilesTotal == 0 {
@@ -154,7 +191,7 @@ func (x *job) run(ctx context.Context, folders []string, progress func(Progress)
 		err = fmt.Errorf("vector index: %w", rerr)
 	}
 	if err != nil {
-		a.log.Warn("indexing", "workspace", x.ws.Name, "err", err)
+		a.log.Warn("indexing", "workspace", name, "err", err)
 	}
 	s := summaryOf(sum)
 	x.j.mu.Lock()
@@ -193,16 +230,16 @@ func (x *job) publish(ev IndexEvent) {
 // each burst of changes. Called again, it restarts with the current folders.
 func (x *job) watch() {
 	a := x.j.a
-	folders, err := a.db.Folders(x.j.ctx, x.ws.ID)
+	folders, err := a.db.Folders(x.ctx, x.ws.ID)
 	if err != nil {
-		a.log.Warn("watch", "workspace", x.ws.Name, "err", err)
+		a.log.Warn("watch", "workspace_id", x.ws.ID, "err", err)
 		return
 	}
 	roots := make([]string, len(folders))
 	for i, f := range folders {
 		roots[i] = f.Path
 	}
-	ctx, cancel := context.WithCancel(x.j.ctx)
+	ctx, cancel := context.WithCancel(x.ctx)
 	x.j.mu.Lock()
 	if x.stopWatch != nil {
 		x.stopWatch()
@@ -214,13 +251,13 @@ func (x *job) watch() {
 		defer x.j.wg.Done()
 		err := ingest.WatchChanges(ctx, roots, ingest.Options{Progress: func(p ingest.Progress) {
 			if p.Err != nil { // a folder not watched: changes there wait for the next run
-				a.log.Warn("watch", "workspace", x.ws.Name, "path", p.Err.Path, "err", p.Err.Reason)
+				a.log.Warn("watch", "workspace_id", x.ws.ID, "path", p.Err.Path, "err", p.Err.Reason)
 			}
 			v := progressOf(p)
 			x.publish(IndexEvent{Progress: &v})
 		}}, x.request)
 		if err != nil {
-			a.log.Warn("watch", "workspace", x.ws.Name, "err", err)
+			a.log.Warn("watch", "workspace_id", x.ws.ID, "err", err)
 		}
 	}()
 	x.request() // catch up with what changed while no one watched

@@ -1,12 +1,14 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"lore/index/ingest"
@@ -32,21 +34,37 @@ func (a *App) lookup(ctx context.Context, name string) (store.Workspace, error) 
 	return store.Workspace{}, fmt.Errorf("workspace %q: %w", name, ErrNotFound)
 }
 
-// ensure finds or creates a workspace, for the calls that add to one.
+// ensure finds or creates a workspace, for the calls that add to one. A
+// new one's name must be valid (validName); one that exists is found
+// whatever its name (older versions allowed more).
 func (a *App) ensure(ctx context.Context, name string) (store.Workspace, error) {
-	if name == "" {
-		name = DefaultWorkspace
+	w, err := a.lookup(ctx, name)
+	if !errors.Is(err, ErrNotFound) {
+		return w, err
 	}
+	name = cmp.Or(name, DefaultWorkspace)
 	if err := validName(name); err != nil {
 		return store.Workspace{}, err
 	}
 	return a.db.EnsureWorkspace(ctx, name)
 }
 
+// NameRule says which workspace names are accepted.
+const NameRule = "a workspace name is 1–64 letters, digits, spaces, hyphens (-), underscores (_) and dots (.), starting with a letter or digit"
+
+// validName checks a new workspace name: one that reads well in a menu,
+// a URL and a command line (NameRule).
 func validName(name string) error {
-	if name == "" || len(name) > 64 || !utf8.ValidString(name) || strings.ContainsAny(name, "/\\") ||
-		strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return fmt.Errorf("%w: workspace names are 1–64 printable characters without slashes", ErrInvalid)
+	ok := name != "" && utf8.RuneCountInString(name) <= 64 && utf8.ValidString(name) && name == strings.TrimSpace(name)
+	for i, r := range name {
+		if !ok {
+			break
+		}
+		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
+		ok = alnum || i > 0 && (r == ' ' || r == '-' || r == '_' || r == '.')
+	}
+	if !ok {
+		return fmt.Errorf("%w: %q: %s", ErrInvalid, name, NameRule)
 	}
 	return nil
 }

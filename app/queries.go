@@ -11,10 +11,11 @@ import (
 	"lore/store"
 )
 
-// ErrNotFound and ErrInvalid classify errors for the front doors.
+// ErrNotFound, ErrInvalid and ErrExists classify errors for the front doors.
 var (
 	ErrNotFound = errors.New("not found")
 	ErrInvalid  = errors.New("invalid request")
+	ErrExists   = errors.New("already exists")
 )
 
 // WorkspaceInfo is a workspace with its folders and counts.
@@ -25,6 +26,8 @@ type WorkspaceInfo struct {
 	Documents int      `json:"documents"`
 	Chunks    int      `json:"chunks"`
 	Indexing  bool     `json:"indexing"`
+	// LastUsed is when a question was last asked in it (absent: never).
+	LastUsed *time.Time `json:"last_used,omitempty"`
 }
 
 // Workspaces lists workspaces.
@@ -33,9 +36,16 @@ func (a *App) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	used, err := a.db.LastUsed(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]WorkspaceInfo, 0, len(wss))
 	for _, w := range wss {
 		info := WorkspaceInfo{ID: w.ID, Name: w.Name, Folders: []string{}}
+		if t, ok := used[w.ID]; ok {
+			info.LastUsed = &t
+		}
 		fs, err := a.db.Folders(ctx, w.ID)
 		if err != nil {
 			return nil, err
@@ -55,13 +65,68 @@ func (a *App) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 	return out, nil
 }
 
-// CreateWorkspace creates a named workspace.
+// CreateWorkspace creates a named workspace (NameRule); a name taken fails
+// with ErrExists.
 func (a *App) CreateWorkspace(ctx context.Context, name string) (WorkspaceInfo, error) {
-	w, err := a.ensure(ctx, strings.TrimSpace(name))
+	name = strings.TrimSpace(name)
+	if err := validName(name); err != nil {
+		return WorkspaceInfo{}, err
+	}
+	w, err := a.db.CreateWorkspace(ctx, name)
+	if errors.Is(err, store.ErrExists) {
+		return WorkspaceInfo{}, fmt.Errorf("%w: a workspace called %q", ErrExists, name)
+	}
 	if err != nil {
 		return WorkspaceInfo{}, err
 	}
 	return WorkspaceInfo{ID: w.ID, Name: w.Name, Folders: []string{}}, nil
+}
+
+// errDefaultStays refuses to rename or delete the default workspace: the
+// commands run without --workspace use it, and it is made again at start.
+var errDefaultStays = fmt.Errorf("%w: %q is the workspace commands use when none is named: it cannot be renamed or deleted (remove its folders to empty it)",
+	ErrInvalid, DefaultWorkspace)
+
+// RenameWorkspace renames a workspace (NameRule); a name taken fails with
+// ErrExists. Its folders, documents, chats and traces stay with it.
+func (a *App) RenameWorkspace(ctx context.Context, workspace, name string) (WorkspaceInfo, error) {
+	ws, err := a.lookup(ctx, workspace)
+	if err != nil {
+		return WorkspaceInfo{}, err
+	}
+	if ws.Name == DefaultWorkspace {
+		return WorkspaceInfo{}, errDefaultStays
+	}
+	name = strings.TrimSpace(name)
+	if err := validName(name); err != nil {
+		return WorkspaceInfo{}, err
+	}
+	err = a.db.RenameWorkspace(ctx, ws.ID, name)
+	switch {
+	case errors.Is(err, store.ErrExists):
+		return WorkspaceInfo{}, fmt.Errorf("%w: a workspace called %q", ErrExists, name)
+	case err != nil:
+		return WorkspaceInfo{}, translate(err, "workspace %q", ws.Name)
+	}
+	a.jobs.rename(ws.ID, name)
+	return WorkspaceInfo{ID: ws.ID, Name: name, Folders: []string{}}, nil
+}
+
+// DeleteWorkspace deletes a workspace and everything Lore keeps of it: its
+// folders' index, its chats and its traces (the files stay on disk). A run
+// indexing it is stopped first.
+func (a *App) DeleteWorkspace(ctx context.Context, workspace string) error {
+	ws, err := a.lookup(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	if ws.Name == DefaultWorkspace {
+		return errDefaultStays
+	}
+	if err := a.jobs.forget(ctx, ws.ID); err != nil {
+		return fmt.Errorf("workspace %q: stop indexing: %w", ws.Name, err)
+	}
+	return translate(a.db.DeleteWorkspace(ctx, ws.ID), "workspace %q", ws.Name)
 }
 
 // DocumentInfo is one document's indexing state.
@@ -69,6 +134,7 @@ type DocumentInfo struct {
 	ID     int64  `json:"id"`
 	Path   string `json:"path"`
 	Rel    string `json:"rel"`
+	Title  string `json:"title,omitempty"` // from its content (a heading, the document's title), else its file name
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
 	Chunks int    `json:"chunks"`
@@ -95,18 +161,21 @@ func (a *App) Documents(ctx context.Context, workspace string) ([]DocumentInfo, 
 			return nil, err
 		}
 		for _, d := range docs {
-			out = append(out, DocumentInfo{ID: d.ID, Path: d.Path, Rel: d.Rel, Status: string(d.Status), Error: d.Error, Chunks: counts[d.ID]})
+			out = append(out, DocumentInfo{ID: d.ID, Path: d.Path, Rel: d.Rel, Title: d.Title, Status: string(d.Status), Error: d.Error, Chunks: counts[d.ID]})
 		}
 	}
 	return out, nil
 }
 
-// Chat is a conversation in a workspace.
+// Chat is a conversation in a workspace. Questions and Last (the latest
+// question) tell apart chats that start alike; a search result has neither.
 type Chat struct {
-	ID      int64     `json:"id"`
-	Title   string    `json:"title"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	ID        int64     `json:"id"`
+	Title     string    `json:"title"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+	Questions int       `json:"questions,omitempty"`
+	Last      string    `json:"last,omitempty"`
 }
 
 // Message is one turn of a chat.
@@ -115,6 +184,40 @@ type Message struct {
 	Content   string    `json:"content"`
 	Created   time.Time `json:"created"`
 	RequestID string    `json:"request_id,omitempty"` // the trace of an answer
+	// An answer's sources as it showed them (their texts as its prompt
+	// held them, where the chat kept them), whether the user stopped it,
+	// and its stored trace (its timings): what the answer showed live.
+	Sources Sources         `json:"sources,omitempty"`
+	Stopped bool            `json:"stopped,omitempty"`
+	Trace   json.RawMessage `json:"trace,omitempty"`
+}
+
+// ChatMatch is a chat found by a search, with a piece of the best matching
+// turn ("" when the title matched).
+type ChatMatch struct {
+	Chat
+	Snippet string `json:"snippet,omitempty"`
+}
+
+// SearchChats finds a workspace's chats whose title or one of whose turns
+// holds every word of query (the last may be unfinished), newest first.
+func (a *App) SearchChats(ctx context.Context, workspace, query string) ([]ChatMatch, error) {
+	if len(query) > MaxQuestion {
+		return nil, fmt.Errorf("%w: search too long (%d bytes, at most %d)", ErrInvalid, len(query), MaxQuestion)
+	}
+	ws, err := a.lookup(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := a.db.SearchChats(ctx, ws.ID, query)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ChatMatch, len(ms))
+	for i, m := range ms {
+		out[i] = ChatMatch{Chat: Chat{ID: m.ID, Title: m.Title, Created: m.Created, Updated: m.Updated}, Snippet: m.Snippet}
+	}
+	return out, nil
 }
 
 // Chats lists a workspace's chats, newest first.
@@ -129,7 +232,7 @@ func (a *App) Chats(ctx context.Context, workspace string) ([]Chat, error) {
 	}
 	out := make([]Chat, len(cs))
 	for i, c := range cs {
-		out[i] = Chat{ID: c.ID, Title: c.Title, Created: c.Created, Updated: c.Updated}
+		out[i] = Chat{ID: c.ID, Title: c.Title, Created: c.Created, Updated: c.Updated, Questions: c.Questions, Last: c.Last}
 	}
 	return out, nil
 }
@@ -150,8 +253,34 @@ func (a *App) Chat(ctx context.Context, id int64) (ChatWithMessages, error) {
 		return ChatWithMessages{}, fmt.Errorf("chat %d: %w", id, ErrNotFound)
 	}
 	out := ChatWithMessages{ID: id, Messages: make([]Message, len(msgs))}
+	texts := map[int64]string{} // passages as the questions' prompts held them
 	for i, m := range msgs {
-		out.Messages[i] = Message{Role: m.Role, Content: m.Content, Created: m.Created, RequestID: m.RequestID}
+		out.Messages[i] = Message{Role: m.Role, Content: m.Content, Created: m.Created, RequestID: m.RequestID, Stopped: m.Stopped}
+		for _, p := range storedPassages(m.Passages) {
+			texts[p.ChunkID] = p.Text
+		}
+		if m.Role != "assistant" {
+			continue
+		}
+		if m.Sources != nil {
+			var src Sources
+			if err := json.Unmarshal(m.Sources, &src); err != nil {
+				a.log.Warn("stored sources", "chat", id, "err", err)
+			}
+			for j := range src {
+				src[j].Text = texts[src[j].ChunkID] // "" (the chunk's text is asked for when opened)
+			}
+			out.Messages[i].Sources = src
+		}
+		if m.RequestID != "" {
+			recs, err := a.db.Traces(ctx, store.TraceFilter{RequestID: m.RequestID, Limit: 1})
+			if err != nil {
+				return ChatWithMessages{}, err
+			}
+			if len(recs) == 1 {
+				out.Messages[i].Trace = recs[0].JSON
+			}
+		}
 	}
 	return out, nil
 }

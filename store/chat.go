@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,6 +16,10 @@ type Chat struct {
 	Title       string    `json:"title"`
 	Created     time.Time `json:"created"`
 	Updated     time.Time `json:"updated"`
+	// Questions counts the chat's questions and Last is the latest (its first 120
+	// characters), as Chats lists them: two chats with the same title told apart.
+	Questions int    `json:"questions,omitempty"`
+	Last      string `json:"last,omitempty"`
 }
 
 // Message is one turn of a chat.
@@ -24,6 +30,13 @@ type Message struct {
 	Content   string    `json:"content"`
 	Created   time.Time `json:"created"`
 	RequestID string    `json:"request_id,omitempty"` // the trace that produced an answer
+	// Passages, on a question, are the passages its turn placed in the prompt, as
+	// sent; Sources, on an answer, are the sources it was shown with. Both are JSON
+	// the app defines, nil when none were stored.
+	Passages json.RawMessage `json:"passages,omitempty"`
+	Sources  json.RawMessage `json:"sources,omitempty"`
+	// Stopped marks an answer the user stopped: Content is what came before.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // NewChat starts a chat in workspace ws.
@@ -59,8 +72,9 @@ func (db *DB) AppendMessage(ctx context.Context, m Message) (Message, error) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrNotFound
 		}
-		return tx.QueryRowContext(ctx, `INSERT INTO chat_messages (chat_id, role, content, created, request_id)
-			VALUES (?, ?, ?, ?, ?) RETURNING id`, m.ChatID, m.Role, m.Content, toNanos(m.Created), m.RequestID).Scan(&m.ID)
+		return tx.QueryRowContext(ctx, `INSERT INTO chat_messages (chat_id, role, content, created, request_id, passages, sources, stopped)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, m.ChatID, m.Role, m.Content, toNanos(m.Created), m.RequestID,
+			string(m.Passages), string(m.Sources), m.Stopped).Scan(&m.ID)
 	})
 	if err != nil {
 		return Message{}, fmt.Errorf("store: append message to chat %d: %w", m.ChatID, err)
@@ -70,8 +84,8 @@ func (db *DB) AppendMessage(ctx context.Context, m Message) (Message, error) {
 
 // Messages returns a chat's messages in order.
 func (db *DB) Messages(ctx context.Context, chatID int64) ([]Message, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, role, content, created, request_id FROM chat_messages
-		WHERE chat_id = ? ORDER BY id`, chatID)
+	rows, err := db.r.QueryContext(ctx, `SELECT id, role, content, created, request_id, passages, sources, stopped
+		FROM chat_messages WHERE chat_id = ? ORDER BY id`, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("store: messages of chat %d: %w", chatID, err)
 	}
@@ -80,10 +94,17 @@ func (db *DB) Messages(ctx context.Context, chatID int64) ([]Message, error) {
 	for rows.Next() {
 		m := Message{ChatID: chatID}
 		var created int64
-		if err := rows.Scan(&m.ID, &m.Role, &m.Content, &created, &m.RequestID); err != nil {
+		var passages, sources string
+		if err := rows.Scan(&m.ID, &m.Role, &m.Content, &created, &m.RequestID, &passages, &sources, &m.Stopped); err != nil {
 			return nil, fmt.Errorf("store: messages of chat %d: %w", chatID, err)
 		}
 		m.Created = fromNanos(created)
+		if passages != "" {
+			m.Passages = json.RawMessage(passages)
+		}
+		if sources != "" {
+			m.Sources = json.RawMessage(sources)
+		}
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -92,10 +113,99 @@ func (db *DB) Messages(ctx context.Context, chatID int64) ([]Message, error) {
 	return out, nil
 }
 
+// SetPassages stores the passages a question's turn placed in the prompt (JSON) with
+// message id. It is written when the answer ends, off the first token's path.
+func (db *DB) SetPassages(ctx context.Context, id int64, passages json.RawMessage) error {
+	var n int64
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE chat_messages SET passages = ? WHERE id = ?`, string(passages), id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("store: passages of message %d: %w", id, err)
+	}
+	return nil
+}
+
+// ChatMatch is a chat found by SearchChats, with a piece of the best matching turn
+// ("" when only the title matched).
+type ChatMatch struct {
+	Chat
+	Snippet string `json:"snippet,omitempty"`
+}
+
+// MaxChatMatches is the most chats SearchChats returns.
+const MaxChatMatches = 100
+
+// SearchChats finds a workspace's chats whose title or turns hold every word of
+// query (a word typed last may be the start of one, and the porter stemmer
+// matches "hotels" to "hotel"), most recently updated first. A query without words
+// finds nothing.
+func (db *DB) SearchChats(ctx context.Context, ws int64, query string) ([]ChatMatch, error) {
+	words := lowerWords(query)
+	if len(words) == 0 {
+		return nil, nil
+	}
+	quoted := make([]string, len(words))
+	like := make([]string, len(words))
+	args := []any{}
+	for i, w := range words {
+		quoted[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
+		like[i] = `lower(c.title) LIKE ? ESCAPE '\'`
+		args = append(args, "%"+likeEscaper.Replace(w)+"%")
+	}
+	quoted[len(quoted)-1] += "*" // as typed: the last word may be unfinished
+	match := strings.Join(quoted, " ")
+	// A chat matches when one of its turns holds every word, or its title does.
+	rows, err := db.r.QueryContext(ctx, `
+		WITH turns AS MATERIALIZED (
+			SELECT m.chat_id, f.rank, snippet(chat_messages_fts, 0, '', '', '…', 12) AS snip
+			FROM chat_messages_fts f JOIN chat_messages m ON m.id = f.rowid
+			WHERE chat_messages_fts MATCH ?
+		), hits AS (
+			SELECT chat_id, snip, min(rank) FROM turns GROUP BY chat_id -- the best turn's snippet
+		)
+		SELECT c.id, c.title, c.created, c.updated, coalesce(h.snip, '')
+		FROM chats c LEFT JOIN hits h ON h.chat_id = c.id
+		WHERE c.workspace_id = ? AND (h.chat_id IS NOT NULL OR (`+strings.Join(like, " AND ")+`))
+		ORDER BY c.updated DESC, c.id DESC LIMIT ?`,
+		append(append([]any{match, ws}, args...), MaxChatMatches)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: search chats: %w", err)
+	}
+	defer rows.Close()
+	var out []ChatMatch
+	for rows.Next() {
+		c := ChatMatch{Chat: Chat{WorkspaceID: ws}}
+		var created, updated int64
+		if err := rows.Scan(&c.ID, &c.Title, &created, &updated, &c.Snippet); err != nil {
+			return nil, fmt.Errorf("store: search chats: %w", err)
+		}
+		c.Created, c.Updated = fromNanos(created), fromNanos(updated)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: search chats: %w", err)
+	}
+	return out, nil
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
 // Chats lists a workspace's chats, most recently updated first.
 func (db *DB) Chats(ctx context.Context, ws int64) ([]Chat, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, title, created, updated FROM chats
-		WHERE workspace_id = ? ORDER BY updated DESC, id DESC`, ws)
+	rows, err := db.r.QueryContext(ctx, `SELECT c.id, c.title, c.created, c.updated,
+			(SELECT count(*) FROM chat_messages m WHERE m.chat_id = c.id AND m.role = 'user'),
+			coalesce((SELECT substr(m.content, 1, 120) FROM chat_messages m WHERE m.chat_id = c.id AND m.role = 'user'
+				ORDER BY m.id DESC LIMIT 1), '')
+		FROM chats c WHERE c.workspace_id = ? ORDER BY c.updated DESC, c.id DESC`, ws)
 	if err != nil {
 		return nil, fmt.Errorf("store: chats: %w", err)
 	}
@@ -104,7 +214,7 @@ func (db *DB) Chats(ctx context.Context, ws int64) ([]Chat, error) {
 	for rows.Next() {
 		c := Chat{WorkspaceID: ws}
 		var created, updated int64
-		if err := rows.Scan(&c.ID, &c.Title, &created, &updated); err != nil {
+		if err := rows.Scan(&c.ID, &c.Title, &created, &updated, &c.Questions, &c.Last); err != nil {
 			return nil, fmt.Errorf("store: chats: %w", err)
 		}
 		c.Created, c.Updated = fromNanos(created), fromNanos(updated)

@@ -18,6 +18,7 @@ var migrations = []migration{
 	execAll(schemaV5...), // 5: embedding write generations
 	execAll(schemaV6...), // 6: headings in the FTS index
 	execAll(schemaV7...), // 7: plain text parsed again (manual pages' headings)
+	execAll(schemaV8...), // 8: what a turn showed and carried; chat search
 }
 
 func execAll(stmts ...string) migration {
@@ -253,4 +254,32 @@ var schemaV6 = []string{
 // heading of its chunks (index/parse manName). Their chunks stay searchable meanwhile.
 var schemaV7 = []string{
 	`UPDATE documents SET status = 'pending' WHERE parser = 'text' AND status = 'indexed'`,
+}
+
+// schemaV8 keeps a turn's citations with its messages and indexes the chats' text.
+// A question keeps the passages its turn placed in the prompt, as they were sent
+// (passages: JSON), so that a follow-up lays that turn out again without reading
+// traces back; an answer keeps the sources it was shown with (sources: JSON) and
+// whether it was stopped. Both are ” for the turns stored before. chat_messages_fts
+// lets chat search find a word said in a turn, not only in a chat's title; it is
+// filled from the messages already stored.
+var schemaV8 = []string{
+	`ALTER TABLE chat_messages ADD COLUMN passages TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE chat_messages ADD COLUMN sources TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE chat_messages ADD COLUMN stopped INTEGER NOT NULL DEFAULT 0`,
+	`CREATE VIRTUAL TABLE chat_messages_fts USING fts5(
+		content, content = 'chat_messages', content_rowid = 'id',
+		tokenize = 'porter unicode61 remove_diacritics 2'
+	)`,
+	`INSERT INTO chat_messages_fts(chat_messages_fts) VALUES ('rebuild')`,
+	`CREATE TRIGGER chat_messages_ai AFTER INSERT ON chat_messages BEGIN
+		INSERT INTO chat_messages_fts(rowid, content) VALUES (new.id, new.content);
+	END`,
+	`CREATE TRIGGER chat_messages_ad AFTER DELETE ON chat_messages BEGIN
+		INSERT INTO chat_messages_fts(chat_messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+	END`,
+	`CREATE TRIGGER chat_messages_au AFTER UPDATE OF content ON chat_messages BEGIN
+		INSERT INTO chat_messages_fts(chat_messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+		INSERT INTO chat_messages_fts(rowid, content) VALUES (new.id, new.content);
+	END`,
 }

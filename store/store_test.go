@@ -341,6 +341,10 @@ func TestChats(t *testing.T) {
 	if err != nil || len(chats) != 2 || chats[0].ID != c1.ID {
 		t.Errorf("Chats = %+v, %v; want %d (most recent) first", chats, err, c1.ID)
 	}
+	// Each with its number of questions and the latest: chats that start alike told apart.
+	if err == nil && len(chats) == 2 && (chats[0].Questions != 2 || chats[0].Last != "m2" || chats[1].Questions != 0 || chats[1].Last != "") {
+		t.Errorf("Chats = %+v; want 2 questions, the last m2, then none", chats)
+	}
 	if err := db.DeleteChat(ctx, c2.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -432,5 +436,46 @@ func TestMigrateV7(t *testing.T) {
 	}
 	if hits, err := db.SearchBM25(ctx, 1, "directory", 5); err != nil || len(hits) != 1 {
 		t.Errorf("search after upgrade = %v, %v", hits, err)
+	}
+}
+
+// TestMigrateV8 checks that upgrading to version 8 keeps the chats stored before: their
+// turns read back with no passages or sources and are found by chat search.
+func TestMigrateV8(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v7.db")
+	raw, err := sql.Open("sqlite3", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, raw, migrations[:7]); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`INSERT INTO workspaces (id, name, created, generation) VALUES (1, 'old', 1, 7)`,
+		`INSERT INTO chats (id, workspace_id, title, created, updated) VALUES (1, 1, 'expenses', 1, 2)`,
+		`INSERT INTO chat_messages (chat_id, role, content, created, request_id) VALUES
+			(1, 'user', 'and the hotel limit?', 1, 'r1'),
+			(1, 'assistant', 'Up to 150 EUR [stopped]', 2, 'r1')`,
+	} {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ms, err := db.Messages(ctx, 1)
+	if err != nil || len(ms) != 2 || ms[0].Passages != nil || ms[1].Sources != nil || ms[1].Stopped {
+		t.Errorf("messages after upgrade = %+v, %v", ms, err)
+	}
+	if got, err := db.SearchChats(ctx, 1, "hotel"); err != nil || len(got) != 1 || got[0].ID != 1 {
+		t.Errorf("chat search after upgrade = %+v, %v", got, err)
+	}
+	if err := db.Check(ctx); err != nil {
+		t.Error(err)
 	}
 }

@@ -50,6 +50,101 @@ func (db *DB) EnsureWorkspace(ctx context.Context, name string) (Workspace, erro
 	return w, nil
 }
 
+// ErrExists is returned (wrapped) when a name is taken.
+var ErrExists = errors.New("already exists")
+
+// CreateWorkspace creates a workspace called name; it fails with ErrExists when
+// there is one.
+func (db *DB) CreateWorkspace(ctx context.Context, name string) (Workspace, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return Workspace{}, errors.New("store: workspace name is empty")
+	}
+	w := Workspace{Name: name, Created: time.Now()}
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO workspaces (name, created) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
+			name, toNanos(w.Created))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmpErr(err, ErrExists)
+		}
+		return tx.QueryRowContext(ctx, `SELECT id FROM workspaces WHERE name = ?`, name).Scan(&w.ID)
+	})
+	if err != nil {
+		return Workspace{}, fmt.Errorf("store: create workspace %q: %w", name, err)
+	}
+	return w, nil
+}
+
+// RenameWorkspace gives workspace id a new name; it fails with ErrExists when another
+// workspace has it and with ErrNotFound when there is no workspace id.
+func (db *DB) RenameWorkspace(ctx context.Context, id int64, name string) error {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return errors.New("store: workspace name is empty")
+	}
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var other int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM workspaces WHERE name = ?`, name).Scan(&other)
+		switch {
+		case err == nil && other == id:
+			return nil // its name already
+		case err == nil:
+			return ErrExists
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE workspaces SET name = ? WHERE id = ?`, name, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmpErr(err, ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: rename workspace %d to %q: %w", id, name, err)
+	}
+	return nil
+}
+
+// cmpErr is err, or instead when err is nil.
+func cmpErr(err, instead error) error {
+	if err != nil {
+		return err
+	}
+	return instead
+}
+
+// LastUsed returns, per workspace id, when it was last asked something: its latest
+// chat turn or answered request (both indexed by workspace). Workspaces never asked
+// anything are absent.
+func (db *DB) LastUsed(ctx context.Context) (map[int64]time.Time, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT ws, max(t) FROM (
+			SELECT workspace_id AS ws, max(updated) AS t FROM chats GROUP BY workspace_id
+			UNION ALL SELECT workspace_id, max(created) FROM traces WHERE workspace_id IS NOT NULL GROUP BY workspace_id
+		) WHERE t > 0 GROUP BY ws`)
+	if err != nil {
+		return nil, fmt.Errorf("store: last used: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]time.Time{}
+	for rows.Next() {
+		var ws, t int64
+		if err := rows.Scan(&ws, &t); err != nil {
+			return nil, fmt.Errorf("store: last used: %w", err)
+		}
+		out[ws] = fromNanos(t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: last used: %w", err)
+	}
+	return out, nil
+}
+
 // Workspaces lists all workspaces by name.
 func (db *DB) Workspaces(ctx context.Context) ([]Workspace, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT id, name, created, generation FROM workspaces ORDER BY name`)

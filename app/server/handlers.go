@@ -124,6 +124,25 @@ func (s *Server) createWorkspace(w http.ResponseWriter, r *http.Request) {
 	reply(w)(s.app.CreateWorkspace(r.Context(), body.Name))
 }
 
+func (s *Server) renameWorkspace(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decode(r, &body); err != nil {
+		fail(w, err)
+		return
+	}
+	reply(w)(s.app.RenameWorkspace(r.Context(), r.PathValue("ws"), body.Name))
+}
+
+func (s *Server) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
+	if err := s.app.DeleteWorkspace(r.Context(), r.PathValue("ws")); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"deleted": true})
+}
+
 func (s *Server) addFolder(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Path string `json:"path"`
@@ -198,8 +217,15 @@ func (s *Server) documents(w http.ResponseWriter, r *http.Request) {
 	reply(w)(s.app.Documents(r.Context(), r.PathValue("ws")))
 }
 
+// chats lists a workspace's chats; with q, those whose title or turns hold
+// its words.
 func (s *Server) chats(w http.ResponseWriter, r *http.Request) {
-	reply(w)(s.app.Chats(r.Context(), r.URL.Query().Get("workspace")))
+	q := r.URL.Query()
+	if q.Has("q") {
+		reply(w)(s.app.SearchChats(r.Context(), q.Get("workspace"), q.Get("q")))
+		return
+	}
+	reply(w)(s.app.Chats(r.Context(), q.Get("workspace")))
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {

@@ -248,6 +248,8 @@ func (s *Server) Handler() http.Handler {
 	api("GET /api/prefetch", s.prefetchStatus)
 	api("GET /api/workspaces", s.workspaces)
 	api("POST /api/workspaces", s.createWorkspace)
+	api("PATCH /api/workspaces/{ws}", s.renameWorkspace)
+	api("DELETE /api/workspaces/{ws}", s.deleteWorkspace)
 	api("POST /api/workspaces/{ws}/folders", s.addFolder)
 	api("DELETE /api/workspaces/{ws}/folders", s.removeFolder)
 	api("POST /api/workspaces/{ws}/index", s.reindex)
@@ -423,6 +425,8 @@ func statusOf(w http.ResponseWriter, err error) (int, string) {
 		return http.StatusForbidden, err.Error()
 	case errors.Is(err, app.ErrNotFound):
 		return http.StatusNotFound, err.Error()
+	case errors.Is(err, app.ErrExists):
+		return http.StatusConflict, err.Error()
 	case errors.Is(err, errBadRequest), errors.Is(err, app.ErrInvalid):
 		return http.StatusBadRequest, err.Error()
 	}

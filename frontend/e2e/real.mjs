@@ -11,7 +11,9 @@
 // reaching a canary HTTP server on loopback; adding a folder in the Library shows the progress bar to the end.
 // And what a new user trips over (issue 35): a page without its token shows only the guidance; the chat follows a
 // streaming answer unless the user scrolls up ("Jump to latest"); a row of Recent requests brings "This answer"
-// into view; Remove asks first; add-folder errors in plain words; the read-ahead line never goes backwards.
+// into view; Remove asks first; add-folder errors in plain words; the read-ahead line never goes backwards; a chat
+// reopened from History shows its sources, TTFT line and Latency link; Stop then Retry stays one chat, the stopped
+// answer marked stopped.
 //
 //   node e2e/real.mjs        (make test-e2e; needs `make ui build` first)
 //
@@ -20,6 +22,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -383,6 +386,9 @@ try {
     writeFileSync(join(LIB2, HOSTILE), hostileDoc(canary.port));
     writeFileSync(join(LIB2, 'weather.md'), '# Weather\n\nThe weather station logs rain, wind and temperature every hour.\n');
     writeFileSync(join(LIB2, 'broken.pdf'), '%PDF-1.4\nnot really a PDF\n'); // a per-file error for the Library
+    // A Word file cut short and bytes that are no document at all: listed, never silently left out (issue 35, 15).
+    writeFileSync(join(LIB2, 'broken.docx'), Buffer.concat([Buffer.from('PK\x03\x04\x14\x00\x00\x00'), randomBytes(2000)]));
+    writeFileSync(join(LIB2, 'blob.bin'), randomBytes(4096));
     const data = join(tmp, 'data');
     const out = await run(LORE, ['index', '--data', data, '--embed-model', M.embed, LIB]);
     assert.match(out, /13 indexed/, out);
@@ -541,6 +547,31 @@ try {
     assert.ok(((await tid('answer').first().textContent()) ?? '').trim().length > 0, 'the reopened answer is empty');
     assert.ok(await tid('chat-item').filter({ hasText: 'volcano' }).first().evaluate((e) => e.classList.contains('active')));
     await browser.screenshot(page, 'e2e-history');
+    await tid('new-chat').click();
+  });
+
+  await step('history: a reopened chat shows its sources, TTFT line and Latency link, as it did live (issue 35, 1)', async () => {
+    await tid('nav-chat').click();
+    await tid('new-chat').click();
+    const live = await traceOf(server, Q1);
+    await tid('chat-item').filter({ hasText: 'volcano' }).first().click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="turn"]').length === 1);
+    const turn = tid('turn').first();
+    const docs = await turn.getByTestId('source').locator('.source-doc').allTextContents();
+    console.log(`     reopened: sources ${docs.join(', ')}; ${await turn.getByTestId('answer-meta').textContent()}`);
+    assert.ok(docs.includes('volcanoes.md'), `the reopened answer lost its sources: ${docs}`);
+    assert.equal(await turn.getByTestId('sources').isVisible(), true);
+    const meta = await turn.getByTestId('answer-meta').textContent();
+    assert.match(meta, /TTFT \d[\d.,]* m?s \(server\)/, 'the reopened answer lost its TTFT line');
+    assert.match(meta, /on screen \d[\d.,]* m?s \(browser\)/, 'the reopened answer lost the UI\'s own TTFT');
+    // A citation opens its passage, with the text the prompt held.
+    await turn.getByTestId('source').first().locator('button').click();
+    await turn.getByTestId('passage-text').waitFor({ state: 'visible' });
+    assert.ok(((await turn.getByTestId('passage-text').textContent()) ?? '').length > 20);
+    await turn.getByTestId('show-latency').click();
+    await page.waitForFunction((id) => document.querySelector('[data-testid="trace-id"]')?.textContent?.includes(id), live.request_id);
+    await browser.screenshot(page, 'e2e-history-reopened');
+    await tid('nav-chat').click();
     await tid('new-chat').click();
   });
 
@@ -737,6 +768,42 @@ try {
     assert.ok(((await tid('turn').nth(turn - 1).getByTestId('answer').textContent()) ?? '').trim().length > 0);
   });
 
+  await step('Stop, then Retry: one chat; the stopped answer is kept marked stopped, not with "[stopped]" (issue 35, 2)', async () => {
+    await tid('nav-chat').click();
+    await tid('new-chat').click();
+    const QSTOP = 'Describe the honeybee waggle dance and the forager sisters, at length.';
+    await withSettings(server, { max_tokens: LONG_TOKENS }, async () => {
+      const turn = await ask(page, QSTOP, { wait: false });
+      await page.waitForFunction((n) => (window.__tl.filter((s) => s.turn === n && s.answer > 0).length >= 3), turn, { timeout: T_ANSWER });
+      await tid('stop').click();
+      assert.equal(await tid('turn').nth(turn - 1).getByTestId('answer-error').textContent(), 'Stopped.');
+      await traceOf(server, QSTOP, (x) => x.stop_reason === 'cancel', 30_000);
+    });
+    // The chat is listed at once, and Retry continues it.
+    await tid('chat-item').filter({ hasText: 'waggle' }).first().waitFor();
+    await lastTurn().getByTestId('retry').click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="turn"]').length === 2);
+    await waitAnswer(page, 2);
+    const chats = (await server.api('GET', '/api/chats?workspace=default')).filter((c) => c.title === QSTOP);
+    assert.equal(chats.length, 1, `History has ${chats.length} chats titled ${JSON.stringify(QSTOP)}: ${JSON.stringify(chats)}`);
+    const chat = await server.api('GET', `/api/chats/${chats[0].id}`);
+    console.log(`     ${chat.messages.map((m) => `${m.role}${m.stopped ? ' (stopped)' : ''}: ${JSON.stringify(m.content.slice(0, 40))}`).join(' | ')}`);
+    assert.deepEqual(chat.messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+    assert.equal(chat.messages[1].stopped, true, 'the stopped answer is not marked stopped');
+    assert.equal(chat.messages[3].stopped ?? false, false);
+    assert.ok(!chat.messages.some((m) => m.content.includes('[stopped]')), 'a literal "[stopped]" was saved');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="chat-item"].active').length === 1);
+    assert.match(await tid('chat-item').filter({ hasText: 'waggle' }).first().getAttribute('class'), /active/);
+    // Reopened, it reads as it did: the first answer stopped, the retry whole.
+    await tid('new-chat').click();
+    await tid('chat-item').filter({ hasText: 'waggle' }).first().click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="turn"]').length === 2);
+    assert.equal(await tid('turn').nth(0).getByTestId('answer-error').textContent(), 'Stopped.');
+    assert.doesNotMatch(await tid('turn').nth(0).getByTestId('answer').textContent(), /\[stopped\]/);
+    assert.equal(await tid('turn').nth(1).getByTestId('answer-error').isVisible(), false);
+    await browser.screenshot(page, 'e2e-stop-retry');
+  });
+
   await step('a streaming answer is followed to its end; scrolled up, the view stays and "Jump to latest" returns; Stop does not narrow the box (issue 35: 3, 23)', async () => {
     await withSettings(server, { max_tokens: LONG_TOKENS }, async () => {
     const size = page.viewportSize();
@@ -910,6 +977,40 @@ try {
     await screenshotViews(page, browser);
   });
 
+  await step('workspaces: an empty, invalid or taken name says why; create, rename and delete (asking first) work (issue 35, 12)', async () => {
+    await tid('nav-library').click();
+    await tid('new-workspace-input').scrollIntoViewIfNeeded();
+    const create = async (name) => {
+      await tid('new-workspace-input').fill(name);
+      await tid('create-workspace').click();
+    };
+    for (const [name, want] of [['', /^Type a name/], ['My Notes!', /cannot be a workspace name\. Use 1–64 letters, digits, spaces/], ['default', /^A workspace called “default” already exists\.$/]]) {
+      await create(name);
+      await tid('workspace-error').waitFor({ state: 'visible' });
+      assert.match(await tid('workspace-error-text').textContent(), want, name);
+    }
+    assert.deepEqual((await server.api('GET', '/api/workspaces')).map((w) => w.name), ['default'], 'a refused name made a workspace');
+    await create('scratch');
+    await page.waitForFunction(() => document.querySelector('[data-testid="workspace-select"]')?.value === 'scratch');
+    assert.equal(await tid('workspace-error').isVisible(), false);
+    await tid('rename-workspace').click();
+    await tid('rename-workspace-input').fill('scratch 2');
+    await tid('confirm-rename-workspace').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="workspace-name"]')?.textContent === 'scratch 2');
+    assert.equal(await tid('workspace-select').inputValue(), 'scratch 2');
+    await tid('delete-workspace').click();
+    await tid('delete-workspace-confirm').waitFor();
+    assert.match(await tid('delete-workspace-text').textContent(), /^Delete the workspace “scratch 2”\? .*the files stay on disk\.$/);
+    await tid('workspace-manage').scrollIntoViewIfNeeded();
+    await browser.screenshot(page, 'e2e-workspace-delete-confirm');
+    assert.deepEqual((await server.api('GET', '/api/workspaces')).map((w) => w.name).sort(), ['default', 'scratch 2'], 'one click on Delete deleted it');
+    await tid('confirm-delete-workspace').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="workspace-select"]')?.value === 'default');
+    assert.deepEqual((await server.api('GET', '/api/workspaces')).map((w) => w.name), ['default']);
+    assert.equal(await tid('rename-workspace').count(), 0, 'the default workspace offers Rename');
+    await tid('nav-chat').click();
+  });
+
   await step('the mock server\'s fixtures are what lore serve answers (LORE_E2E_RECORD=1 re-records them)', async () => {
     const r = await checkFixtures(server, { workspace: 'default', question: Q1, progress: recordedProgress, replace: [[tmp, '/home/user/lore-e2e']] });
     if (r.written) console.log(`     wrote ${r.written}`);
@@ -949,16 +1050,27 @@ try {
     await p2.close();
   });
 
-  await step('library: a file that cannot be read is listed with the server\'s reason', async () => {
+  await step('library: every file is listed: one that cannot be read with the server\'s reason, a binary one skipped with why (issue 35, 15)', async () => {
     const docs = await server2.api('GET', '/api/workspaces/default/documents');
-    const bad = docs.find((d) => d.status === 'error');
-    assert.ok(bad?.error, `no error document: ${JSON.stringify(docs)}`);
+    const byName = Object.fromEntries(docs.map((d) => [d.rel, d]));
+    console.log(`     ${docs.map((d) => `${d.rel}: ${d.status}${d.error ? ` (${d.error.slice(0, 60)})` : ''}`).join('; ')}`);
+    const bad = byName['broken.pdf'];
+    assert.equal(bad?.status, 'error', JSON.stringify(docs));
+    assert.ok(bad.error);
+    assert.equal(byName['broken.docx']?.status, 'error', `the corrupt .docx is not a problem: ${JSON.stringify(docs)}`);
+    assert.match(byName['broken.docx'].error, /corrupt or unreadable/);
+    assert.equal(byName['blob.bin']?.status, 'skipped', `the binary file is not listed as skipped: ${JSON.stringify(docs)}`);
+    assert.match(byName['blob.bin'].error, /binary/);
     const p3 = await browser.context.newPage();
     await p3.goto(server2.url);
     await p3.getByTestId('nav-library').click();
     await p3.getByTestId('library-error').first().waitFor();
-    assert.ok((await p3.getByTestId('library-errors').textContent()).includes(`${bad.path} — ${bad.error}`));
-    assert.equal(await p3.locator('[data-testid="document"][data-status="error"] [data-testid="document-error"]').textContent(), ` — ${bad.error}`);
+    const problems = await p3.getByTestId('library-errors').textContent();
+    assert.ok(problems.includes(`${bad.path} — ${bad.error}`), problems);
+    assert.ok(problems.includes(`${byName['broken.docx'].path} — ${byName['broken.docx'].error}`), problems);
+    assert.equal(await p3.locator('[data-testid="document"][data-status="error"]').filter({ hasText: 'broken.pdf' }).getByTestId('document-error').textContent(), ` — ${bad.error}`);
+    assert.equal(await p3.locator('[data-testid="document"][data-status="skipped"]').filter({ hasText: 'blob.bin' }).getByTestId('document-error').textContent(),
+      ` — ${byName['blob.bin'].error}`);
     await browser.screenshot(p3, 'e2e-library-errors', { fullPage: true });
     await p3.close();
   });

@@ -32,6 +32,21 @@ function storedWorkspace(): string {
   }
 }
 
+/**
+ * The workspace the page opens on: the one this browser last chose, else the one last asked something (the
+ * server knows, whichever browser or command asked), else the one with the most documents (after `make demo`:
+ * the demo, not the empty "default"), else "default", else the first. '' when there is none.
+ */
+export function landingWorkspace(wss: Workspace[], stored: string): string {
+  if (stored && wss.some((w) => w.name === stored)) return stored;
+  const when = (w: Workspace) => (w.last_used ? Date.parse(w.last_used) || 0 : 0);
+  const used = wss.filter((w) => when(w) > 0).sort((a, b) => when(b) - when(a));
+  if (used.length) return used[0].name;
+  const full = wss.filter((w) => (w.documents ?? 0) > 0).sort((a, b) => (b.documents ?? 0) - (a.documents ?? 0));
+  if (full.length) return full[0].name;
+  return wss.find((w) => w.name === 'default')?.name ?? wss[0]?.name ?? '';
+}
+
 export class App {
   readonly el: HTMLElement;
   private ws = '';
@@ -66,6 +81,7 @@ export class App {
       notify: (m: string) => this.notify(m),
       workspacesChanged: (select?: string) => void this.loadWorkspaces(select),
       currentWorkspace: () => this.current(),
+      workspaceNames: () => this.workspaces.map((w) => w.name),
       goto: (view) => this.go(view),
       reachable: () => this.reachable,
     };
@@ -76,7 +92,7 @@ export class App {
     this.settings = new SettingsView(this.ctx);
 
     this.wsSelect = h('select', { class: 'ws-select', testid: 'workspace-select', attrs: { 'aria-label': 'Workspace' } });
-    this.wsSelect.addEventListener('change', () => void this.selectWorkspace(this.wsSelect.value));
+    this.wsSelect.addEventListener('change', () => void this.selectWorkspace(this.wsSelect.value, true));
     const navBar = h('nav', { class: 'nav' });
     for (const [name, label] of VIEWS) {
       const b = h('button', { type: 'button', class: 'nav-btn', testid: `nav-${name}`, text: label, on: { click: () => this.go(name) } });
@@ -108,7 +124,7 @@ export class App {
     void Promise.resolve()
       .then(() => this.t.system())
       .then((s) => this.privacy.show(s), () => undefined);
-    await this.loadWorkspaces(storedWorkspace());
+    await this.loadWorkspaces();
   }
 
   notify(message: string): void {
@@ -169,17 +185,19 @@ export class App {
       ),
     );
     if (!this.workspaces.length && this.reachable) this.wsSelect.append(h('option', { value: '', text: 'none' }));
-    const want = select && this.workspaces.some((w) => w.name === select) ? select : this.ws;
-    const next = this.workspaces.some((w) => w.name === want) ? want : (this.workspaces[0]?.name ?? '');
-    await this.selectWorkspace(next);
+    const has = (n: string | undefined) => !!n && this.workspaces.some((w) => w.name === n);
+    // One named (created, renamed) is chosen by the user; else the one open stays; else the landing one.
+    const next = has(select) ? select! : has(this.ws) ? this.ws : landingWorkspace(this.workspaces, storedWorkspace());
+    await this.selectWorkspace(next, has(select));
   }
 
-  async selectWorkspace(name: string): Promise<void> {
+  /** Opens a workspace; `remember`: the user chose it, so this browser opens on it next time. */
+  async selectWorkspace(name: string, remember = false): Promise<void> {
     const changed = name !== this.ws;
     this.ws = name;
     this.wsSelect.value = name;
     try {
-      if (name) localStorage.setItem(WS_KEY, name);
+      if (name && remember) localStorage.setItem(WS_KEY, name);
     } catch {
       /* storage unavailable */
     }

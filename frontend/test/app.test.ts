@@ -1,9 +1,12 @@
 // The app shell: what a page without its token shows (issue 35, 13), the header (16), the error banner (8).
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { App, TOKEN_GUIDANCE } from '../src/app';
-import { ApiError, type Transport } from '../src/transport/types';
+import { App, landingWorkspace, TOKEN_GUIDANCE } from '../src/app';
+import { ApiError, type Transport, type Workspace } from '../src/transport/types';
 
-afterEach(() => document.body.replaceChildren());
+afterEach(() => {
+  document.body.replaceChildren();
+  localStorage.clear();
+});
 
 function transport(workspaces: () => Promise<unknown>): Transport {
   return {
@@ -67,5 +70,34 @@ describe('App shell', () => {
     expect(q('transport-kind')).toBeNull();
     expect(app.el.querySelector('header')!.textContent).not.toMatch(/browser|desktop/);
     expect(app.el.getAttribute('data-transport')).toBe('http');
+  });
+});
+
+describe('the workspace the page opens on (issue 35, 6 and 12)', () => {
+  const ws = (name: string, documents: number, last_used?: string): Workspace => ({ id: name.length, name, folders: [], documents, chunks: documents, ...(last_used ? { last_used } : {}) });
+  const cases: Array<{ name: string; wss: Workspace[]; stored: string; want: string }> = [
+    { name: 'after make demo: the only one with documents, not the empty default', wss: [ws('default', 0), ws('demo', 13)], stored: '', want: 'demo' },
+    { name: 'the one this browser chose', wss: [ws('default', 0), ws('demo', 13), ws('notes', 2)], stored: 'notes', want: 'notes' },
+    { name: 'a chosen one since deleted: the last one asked something', wss: [ws('a', 5, '2026-12-01T10:00:00Z'), ws('b', 1, '2026-12-03T10:00:00Z')], stored: 'gone', want: 'b' },
+    { name: 'last used beats more documents', wss: [ws('big', 900), ws('small', 3, '2026-12-01T10:00:00Z')], stored: '', want: 'small' },
+    { name: 'none used: the most documents', wss: [ws('a', 2), ws('b', 40), ws('default', 0)], stored: '', want: 'b' },
+    { name: 'all empty: default', wss: [ws('alpha', 0), ws('default', 0)], stored: '', want: 'default' },
+    { name: 'all empty, no default: the first', wss: [ws('alpha', 0), ws('beta', 0)], stored: '', want: 'alpha' },
+    { name: 'none at all', wss: [], stored: 'x', want: '' },
+  ];
+  for (const c of cases) it(c.name, () => expect(landingWorkspace(c.wss, c.stored)).toBe(c.want));
+
+  it('a fresh browser opens on the workspace with documents and remembers only what the user picks', async () => {
+    const list = [ws('default', 0), ws('demo', 13)];
+    const { app, q } = await start(transport(async () => list));
+    const select = q('workspace-select') as HTMLSelectElement;
+    expect(select.value).toBe('demo');
+    expect(localStorage.getItem('lore.workspace')).toBeNull(); // an automatic pick is not a choice
+    select.value = 'default';
+    select.dispatchEvent(new Event('change'));
+    await vi.waitFor(() => expect(localStorage.getItem('lore.workspace')).toBe('default'));
+    const again = await start(transport(async () => list));
+    expect((again.q('workspace-select') as HTMLSelectElement).value).toBe('default');
+    void app;
   });
 });

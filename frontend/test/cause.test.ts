@@ -18,7 +18,9 @@ describe('TTFT cause line', () => {
     const search: Trace = { request_id: 's', stages: { ttft_ms: 400, retrieval_ms: 350, embed_ms: 10, prefill_ms: 20 } };
     expect(ttftCause(search)!.stage).toBe('search');
     const fast: Trace = { request_id: 'f', stages: { ttft_ms: 6.4, retrieval_ms: 2.7, prefill_ms: 0 } };
-    expect(causeText(fast)).toBe('first token in 6.4 ms');
+    // Fast, it is still a cause (where the time went), never the TTFT said again (issue 35, 17).
+    expect(causeText(fast)).toBe('searching the library 42% of TTFT');
+    expect(ttftCause(fast)!.knob).toBe('');
     expect(causeText({ request_id: 'n', stages: {} })).toBe('');
   });
 
@@ -61,6 +63,15 @@ describe('ChatView: first-question estimate and the cause line', () => {
     asks[0].onDone({ request_id: 'r', prompt_tokens: 1000, eval_tokens: 900, stages: { ttft_ms: 500, prefill_ms: 460 } });
     expect(q('answer-cause').hidden).toBe(false);
     expect(q('answer-cause').textContent).toMatch(/^prefill 92% of TTFT: 900 of 1,000 prompt tokens were new/);
+    // A fast answer: nothing to change, so no second line saying the meta line again (issue 35, 17).
+    view.ask('q2');
+    asks[1].onToken('hi');
+    asks[1].onDone({ request_id: 'r2', stages: { ttft_ms: 116, prefill_ms: 80 } });
+    const turns = view.el.querySelectorAll('[data-testid="turn"]');
+    const last = turns[turns.length - 1];
+    expect((last.querySelector('[data-testid="answer-cause"]') as HTMLElement).hidden).toBe(true);
+    expect(last.querySelector('[data-testid="answer-meta"]')!.textContent).toBe('TTFT 116 ms (server)');
+    expect((last.querySelector('[data-testid="answer-ttft"]') as HTMLElement).title).toMatch(/server/);
     document.body.replaceChildren();
   });
 });

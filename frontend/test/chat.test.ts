@@ -104,6 +104,7 @@ function fakeTransport() {
     chat: vi.fn(async () => ({ id: 12, messages: [{ role: 'user', content: 'old q' }, { role: 'assistant', content: 'old **a** [1]', request_id: 'r0' }] })),
     chunk: vi.fn(async () => ({ text: 'the full passage text, longer than the snippet' })),
     openSource: vi.fn(async () => undefined),
+    searchChats: vi.fn(async () => [] as unknown[]),
   } as unknown as Transport;
   return { t, asks };
 }
@@ -209,11 +210,11 @@ describe('ChatView', () => {
       const span = meta.querySelector('[data-testid="answer-support"]') as HTMLElement | null;
       if (support === undefined) {
         expect(span).toBeNull();
-        expect(meta.textContent).toBe('TTFT 760 ms');
+        expect(meta.textContent).toBe('TTFT 760 ms (server)');
         continue;
       }
       const text = `supported ${support * 100}% (${support * 4}/4 sentences)`;
-      expect(meta.textContent).toBe(`TTFT 760 ms · ${text}`);
+      expect(meta.textContent).toBe(`TTFT 760 ms (server) · ${text}`);
       expect(span!.textContent).toBe(text);
       expect(span!.title).toMatch(/^Share of the answer's sentences whose content words mostly/);
       expect(span!.classList.contains('low')).toBe(support < 0.5);
@@ -293,5 +294,125 @@ describe('ChatView', () => {
     expect(all('question').map((e) => e.textContent)).toEqual(['old q']);
     expect(q('answer').querySelector('strong')?.textContent).toBe('a');
     expect(all('chat-item')[0].classList.contains('active')).toBe(true);
+  });
+
+  it('a chat reopened from history shows each answer as it was: sources, citations, TTFT line, Latency, stopped (issue 35, 1 and 2)', async () => {
+    const { view, t, q, all, ctx } = makeView();
+    const trace: Trace = { request_id: 'r1', stages: { ttft_ms: 812, ui_ttft_ms: 840 }, decode_tok_s: 30, fallback_level: 1, fallback_reason: 'rerank skipped: no rerank model' };
+    (t.chat as ReturnType<typeof vi.fn>).mockResolvedValue({
+      id: 12,
+      messages: [
+        { role: 'user', content: 'how do I set it up?' },
+        { role: 'assistant', content: 'Run it [1] and see [2].', request_id: 'r1', created: '2026-12-02T13:00:00Z', sources: SOURCES, trace },
+        { role: 'user', content: 'and then?' },
+        { role: 'assistant', content: 'Then wait', request_id: 'r2', stopped: true, sources: [{ ...SOURCES[0], text: '' }] },
+      ],
+    });
+    await view.openChat(12);
+    const turns = all('turn');
+    expect(turns).toHaveLength(2);
+    const first = turns[0];
+    const in1 = (id: string) => first.querySelector(`[data-testid="${id}"]`) as HTMLElement;
+    expect(in1('sources').hidden).toBe(false);
+    expect(Array.from(first.querySelectorAll('[data-testid="source"]')).map((e) => e.getAttribute('data-n'))).toEqual(['1', '2']);
+    expect(first.querySelectorAll('a.cite').length).toBe(2);
+    expect(in1('answer-meta').textContent).toMatch(/^TTFT 812 ms \(server\) · on screen 840 ms \(browser\) · 30(\.0)? tok\/s · fallback 1 · rerank skipped · 2026-12-0[23] \d\d:\d\d$/);
+    expect(in1('answer-fallback').title).toBe('rerank skipped: no rerank model');
+    expect(in1('no-sources').hidden).toBe(true);
+    expect(in1('answer-error').hidden).toBe(true);
+    (first.querySelector('a.cite') as HTMLElement).click();
+    expect(in1('passage-text').textContent).toBe('snippet one');
+    in1('show-latency').click();
+    expect(ctx.showLatency).toHaveBeenCalledWith(trace);
+    const second = turns[1];
+    const in2 = (id: string) => second.querySelector(`[data-testid="${id}"]`) as HTMLElement;
+    expect(in2('answer-error').textContent).toBe('Stopped.');
+    expect(in2('answer-error').classList.contains('error')).toBe(false);
+    expect(in2('answer').textContent?.trim()).toBe('Then wait'); // no "[stopped]" in the text
+    // A passage whose text the chat did not keep is read from its chunk when opened.
+    (second.querySelector('[data-testid="source"] button') as HTMLElement).click();
+    await vi.waitFor(() => expect(in2('passage-text').textContent).toBe('the full passage text, longer than the snippet'));
+    in2('show-latency').click();
+    expect(ctx.showLatency).toHaveBeenLastCalledWith('r2');
+    void q;
+  });
+
+  it('Stop, then Retry: one chat, named by the first event; the history lists it at once (issue 35, 2)', async () => {
+    const { view, asks, q, all, ask, t } = makeView();
+    await view.loadChats();
+    ask('long question');
+    asks[0].cb.onTrace({ request_id: 'r1', chat_id: 44 });
+    asks[0].cb.onToken('partial');
+    q('stop').click();
+    expect(q('answer-error').textContent).toBe('Stopped.');
+    await vi.waitFor(() => expect(t.chats).toHaveBeenCalledTimes(2)); // the stopped chat is listed now
+    all('retry')[0].click();
+    expect(asks).toHaveLength(2);
+    expect(asks[1].req).toEqual({ question: 'long question', workspace: 'notes', chat_id: 44 });
+  });
+
+  it('an answer without sources says so, with the way to the Library (issue 35, 7)', () => {
+    const { asks, q, ask, ctx } = makeView();
+    ctx.currentWorkspace = () => ({ id: 1, name: 'notes', folders: [], documents: 0, chunks: 0 });
+    ctx.goto = vi.fn();
+    ask('anything?');
+    asks[0].cb.onSources([]);
+    expect(q('no-sources').hidden).toBe(false);
+    expect(q('no-sources-text').textContent).toMatch(/^No sources: model only\. Nothing is indexed in “notes” yet/);
+    asks[0].cb.onToken('A guess.');
+    asks[0].cb.onDone({ request_id: 'r1', stages: { ttft_ms: 5 }, fallback_level: 2, fallback_reason: 'BM25 only: no embedding model' });
+    expect(q('answer-meta').textContent).toContain('fallback 2 · BM25 only');
+    q('no-sources-library').click();
+    expect(ctx.goto).toHaveBeenCalledWith('library');
+
+    ctx.currentWorkspace = () => ({ id: 1, name: 'notes', folders: ['/n'], documents: 12, chunks: 40 });
+    ask('something else');
+    asks[1].cb.onSources([]);
+    const last = Array.from(document.querySelectorAll('[data-testid="no-sources-text"]')).pop()!;
+    expect(last.textContent).toMatch(/^No sources: model only\. Nothing in your library matched/);
+    asks[1].cb.onSources(SOURCES);
+    expect((last.closest('[data-testid="no-sources"]') as HTMLElement).hidden).toBe(true);
+  });
+
+  it('chat search filters titles at once, then finds chats by their turns (issue 35, 14)', async () => {
+    vi.useFakeTimers();
+    try {
+      const { view, t, q, all } = makeView();
+      (t.chats as ReturnType<typeof vi.fn>).mockResolvedValue([
+        { id: 1, title: 'What is the expense policy?', created: '2026-12-02T13:00:00Z' },
+        { id: 2, title: 'Hotel reviews', created: '2026-12-01T13:00:00Z' },
+        { id: 3, title: 'Holidays', created: '2026-12-01T12:00:00Z' },
+      ]);
+      (t.searchChats as ReturnType<typeof vi.fn>).mockResolvedValue([
+        { id: 1, title: 'What is the expense policy?', created: '2026-12-02T13:00:00Z', snippet: 'and the hotel limit?' },
+        { id: 2, title: 'Hotel reviews', created: '2026-12-01T13:00:00Z' },
+      ]);
+      await view.loadChats();
+      const search = q('chat-search') as HTMLInputElement;
+      search.value = 'hotel';
+      search.dispatchEvent(new Event('input'));
+      expect(all('chat-item').map((b) => b.getAttribute('data-chat-id'))).toEqual(['2']); // titles, at once
+      expect(t.searchChats).not.toHaveBeenCalled();
+      await vi.advanceTimersByTimeAsync(250);
+      expect(t.searchChats).toHaveBeenCalledWith('notes', 'hotel');
+      expect(all('chat-item').map((b) => b.getAttribute('data-chat-id'))).toEqual(['1', '2']);
+      expect(all('chat-snippet').map((e) => e.textContent)).toEqual(['and the hotel limit?']);
+      search.value = '';
+      search.dispatchEvent(new Event('input'));
+      expect(all('chat-item')).toHaveLength(3);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('tells apart chats that start alike: how many questions and the latest (issue 35, 22)', async () => {
+    const { view, t, all } = makeView();
+    (t.chats as ReturnType<typeof vi.fn>).mockResolvedValue([
+      { id: 1, title: 'What is the expense policy?', created: '2026-12-02T13:00:00Z', questions: 3, last: 'and the hotel limit?' },
+      { id: 2, title: 'What is the expense policy?', created: '2026-12-01T13:00:00Z', questions: 1, last: 'What is the expense policy?' },
+    ]);
+    await view.loadChats();
+    expect(all('chat-last').map((e) => e.textContent)).toEqual(['then: and the hotel limit?']);
+    expect(all('chat-date').map((e) => e.textContent!.replace(/^\S+ \S+/, 'DATE'))).toEqual(['DATE · 3 questions', 'DATE']);
   });
 });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { App } from '../src/app';
 import type { DocumentInfo, ProgressCallbacks, Transport, Workspace } from '../src/transport/types';
 import { ApiError } from '../src/transport/types';
-import { ABSOLUTE_HINT, docsInFolder, fileType, folderErrorText, isAbsolutePath, relativePathText } from '../src/views/library';
+import { ABSOLUTE_HINT, docsInFolder, fileType, folderErrorText, isAbsolutePath, relativePathText, WORKSPACE_NAME_RULE, workspaceNameError } from '../src/views/library';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -251,5 +251,129 @@ describe('Library: file names wrap at / or - (issue 35, 21)', () => {
     expect(Array.from(code.childNodes).filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent))
       .toEqual(['2024-', '04-', '17_', 'offsite/', 'planning notes.md']);
     expect(code.querySelectorAll('wbr').length).toBe(4);
+  });
+});
+
+describe('Library: workspaces are named, renamed and deleted in plain words (issue 35, 12)', () => {
+  const cases: Array<[string, string[], string, string]> = [
+    ['notes', ['default'], '', ''],
+    ['My Notes', ['default'], '', ''],
+    ['Été 2024_v1.2-final', [], '', ''],
+    ['', ['default'], '', 'Type a name for the workspace first.'],
+    ['   ', [], '', 'Type a name for the workspace first.'],
+    ['My Notes!', [], '', `“My Notes!” cannot be a workspace name. ${WORKSPACE_NAME_RULE}`],
+    ['a/b', [], '', `“a/b” cannot be a workspace name. ${WORKSPACE_NAME_RULE}`],
+    ['-x', [], '', `“-x” cannot be a workspace name. ${WORKSPACE_NAME_RULE}`],
+    ['x'.repeat(65), [], '', `“${'x'.repeat(65)}” cannot be a workspace name. ${WORKSPACE_NAME_RULE}`],
+    ['default', ['default'], '', 'A workspace called “default” already exists.'],
+    [' notes ', ['notes'], 'notes', ''], // its own name, when renaming it
+  ];
+  for (const [name, taken, except, want] of cases) {
+    it(`name ${JSON.stringify(name)} → ${want || 'accepted'}`, () => expect(workspaceNameError(name, taken, except)).toBe(want));
+  }
+
+  function withWorkspaces() {
+    const { t } = serverLike();
+    const list: Workspace[] = [
+      { id: 1, name: 'default', folders: [], documents: 0, chunks: 0 },
+      { id: 2, name: 'notes', folders: ['/lib'], documents: 30, chunks: 30, last_used: '2026-12-01T10:00:00Z' },
+    ];
+    Object.assign(t, {
+      workspaces: vi.fn(async () => list),
+      createWorkspace: vi.fn(async (name: string) => {
+        if (list.some((w) => w.name === name)) throw new ApiError(`already exists: a workspace called "${name}"`, 409);
+        list.push({ id: list.length + 1, name, folders: [], documents: 0, chunks: 0 });
+      }),
+      renameWorkspace: vi.fn(async (from: string, name: string) => {
+        if (list.some((w) => w.name === name)) throw new ApiError(`already exists: a workspace called "${name}"`, 409);
+        list.find((w) => w.name === from)!.name = name;
+      }),
+      deleteWorkspace: vi.fn(async (name: string) => void list.splice(list.findIndex((w) => w.name === name), 1)),
+    });
+    return { t, list };
+  }
+
+  it('an empty, invalid or taken name says why, under the form, and is never sent', async () => {
+    const { t } = withWorkspaces();
+    const { q } = await openLibrary(t);
+    await sleep(20);
+    const create = async (name: string) => {
+      (q('new-workspace-input') as HTMLInputElement).value = name;
+      (q('create-workspace') as HTMLButtonElement).click();
+      await sleep(10);
+    };
+    for (const [name, want] of [
+      ['', 'Type a name for the workspace first.'],
+      ['My Notes!', `“My Notes!” cannot be a workspace name. ${WORKSPACE_NAME_RULE}`],
+      ['notes', 'A workspace called “notes” already exists.'],
+    ]) {
+      await create(name);
+      expect(q('workspace-error').hidden, name).toBe(false);
+      expect(q('workspace-error-text').textContent).toBe(want);
+    }
+    expect(t.createWorkspace).not.toHaveBeenCalled();
+    expect(q('global-error').hidden).toBe(true);
+    expect(q('workspace-rule').textContent).toBe(WORKSPACE_NAME_RULE);
+    // One the page did not know of is refused by the server: the same words.
+    (t.createWorkspace as ReturnType<typeof vi.fn>).mockRejectedValueOnce(new ApiError('already exists: a workspace called "papers"', 409));
+    await create('papers');
+    expect(q('workspace-error-text').textContent).toBe('A workspace called “papers” already exists.');
+    await create('birds');
+    expect(t.createWorkspace).toHaveBeenLastCalledWith('birds');
+    expect(q('workspace-error').hidden).toBe(true);
+    await vi.waitFor(() => expect((q('workspace-select') as HTMLSelectElement).value).toBe('birds'));
+  });
+
+  it('rename and delete ask in the page; the default workspace has neither', async () => {
+    const { t, list } = withWorkspaces();
+    const { q } = await openLibrary(t);
+    await vi.waitFor(() => expect(q('workspace-name').textContent).toBe('notes')); // the one last used
+    q('rename-workspace').click();
+    const input = q('rename-workspace-input') as HTMLInputElement;
+    expect(document.activeElement).toBe(input);
+    input.value = 'default';
+    q('confirm-rename-workspace').click();
+    await sleep(10);
+    expect(q('workspace-error-text').textContent).toBe('A workspace called “default” already exists.');
+    expect(t.renameWorkspace).not.toHaveBeenCalled();
+    input.value = 'papers 2026';
+    q('confirm-rename-workspace').click();
+    await vi.waitFor(() => expect(q('workspace-name').textContent).toBe('papers 2026'));
+    expect(t.renameWorkspace).toHaveBeenCalledWith('notes', 'papers 2026');
+    expect((q('workspace-select') as HTMLSelectElement).value).toBe('papers 2026');
+    expect(q('rename-workspace-form')).toBeNull();
+
+    q('delete-workspace').click();
+    await sleep(10);
+    expect(t.deleteWorkspace).not.toHaveBeenCalled();
+    expect(q('delete-workspace-text').textContent).toBe('Delete the workspace “papers 2026”? Its 30 indexed documents, chats and latency traces go from Lore; the files stay on disk.');
+    expect(document.activeElement).toBe(q('cancel-delete-workspace'));
+    q('cancel-delete-workspace').click();
+    expect(q('delete-workspace-confirm')).toBeNull();
+    q('delete-workspace').click();
+    q('confirm-delete-workspace').click();
+    await vi.waitFor(() => expect(q('workspace-name').textContent).toBe('default'));
+    expect(t.deleteWorkspace).toHaveBeenCalledWith('papers 2026');
+    expect(list.map((w) => w.name)).toEqual(['default']);
+    expect(q('rename-workspace')).toBeNull();
+    expect(q('delete-workspace')).toBeNull();
+    expect(q('workspace-fixed').textContent).toMatch(/can be emptied, not renamed or deleted/);
+  });
+});
+
+describe('Library: every file is listed (issue 35, 15)', () => {
+  it('a skipped file shows in Documents with why; Problems lists the files that failed', async () => {
+    const { t } = serverLike();
+    (t.documents as ReturnType<typeof vi.fn>).mockResolvedValue([
+      { id: 1, path: '/lib/notes.md', rel: 'notes.md', status: 'indexed', chunks: 2 },
+      { id: 2, path: '/lib/random.bin', rel: 'random.bin', status: 'skipped', error: 'not text, PDF or Word (.docx): its first bytes are binary', chunks: 0 },
+      { id: 3, path: '/lib/report.docx', rel: 'report.docx', status: 'error', error: 'corrupt or unreadable document: zip: not a valid zip file', chunks: 0 },
+    ]);
+    const { q, app } = await openLibrary(t);
+    await vi.waitFor(() => expect(app.el.querySelectorAll('[data-testid="document"]').length).toBe(3));
+    const row = app.el.querySelector('[data-testid="document"][data-status="skipped"]')!;
+    expect(row.querySelector('[data-testid="document-error"]')?.textContent).toBe(' — not text, PDF or Word (.docx): its first bytes are binary');
+    const problems = Array.from(q('library-errors').querySelectorAll('[data-testid="library-error"]')).map((li) => li.textContent);
+    expect(problems).toEqual(['/lib/report.docx — corrupt or unreadable document: zip: not a valid zip file']);
   });
 });

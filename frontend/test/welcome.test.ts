@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import FX from '../e2e/fixtures/real-server.json';
 import type { ChatSummary, DocumentInfo, Settings, Workspace } from '../src/transport/types';
-import { exampleQuestions, renderWelcome, topicOf } from '../src/views/welcome';
+import { exampleQuestions, renderWelcome, topicFor, topicOf } from '../src/views/welcome';
 
 const fx = FX as unknown as Record<string, unknown>;
 const docs = fx['GET /api/workspaces/{ws}/documents'] as DocumentInfo[];
@@ -18,6 +18,22 @@ describe('the empty chat', () => {
     expect(qs.length).toBeLessThanOrEqual(3);
     for (const q of qs) expect(q).toMatch(/^What do my documents say about .+\?$/);
     expect(exampleQuestions([{ id: 1, path: '/a/x.md', status: 'error', chunks: 0 }])).toEqual([]);
+  });
+
+  it('asks about a document by its title, not its file name; a file name loses its leading date (issue 35, 20)', () => {
+    const d = (rel: string, title?: string): DocumentInfo => ({ id: 1, path: `/lib/${rel}`, rel, status: 'indexed', chunks: 3, ...(title !== undefined ? { title } : {}) });
+    const cases: Array<[DocumentInfo, string]> = [
+      [d('2024-04-17-offsite-planning.md', 'Offsite planning: Lisbon'), 'Offsite planning: Lisbon'],
+      [d('2024-04-17-offsite-planning.md', '2024-04-17-offsite-planning'), 'offsite planning'], // a title that is the file name
+      [d('2024_04_17 offsite planning.txt'), 'offsite planning'],
+      [d('notes/tide-tables.md', 'tide-tables'), 'tide tables'],
+      [d('report.docx', 'Quarterly report — harbour accounts'), 'Quarterly report — harbour accounts'],
+      [d('main.go', 'main.go'), 'main'],
+      [d('x.md', 'A title far too long to make a question of, running on and on well past sixty characters'), 'x'],
+      [d('2024.md'), '2024'],
+    ];
+    for (const [doc, want] of cases) expect(topicFor(doc), doc.rel).toBe(want);
+    expect(exampleQuestions([d('2024-04-17-offsite-planning.md', 'Offsite planning: Lisbon')])).toEqual(['What do my documents say about Offsite planning: Lisbon?']);
   });
 
   it('shows the library and model status, questions to try and the last chat (recorded answers)', () => {

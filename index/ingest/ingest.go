@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -245,8 +246,12 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}
 
-	files, protect, err := r.scan(ctx)
+	files, left, protect, err := r.scan(ctx)
 	if err != nil {
+		return err
+	}
+	// Files the walk left out (binary, too large, …) are listed as skipped, with why.
+	if err := r.keepSkips(ctx, left, stored); err != nil {
 		return err
 	}
 
@@ -258,7 +263,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	var gone []*store.Document
 	for path, d := range stored {
-		if scanned[d.FolderID] && files[path] == nil && !protected(protect, path) {
+		if scanned[d.FolderID] && files[path] == nil && left[path] == nil && !protected(protect, path) {
 			gone = append(gone, d)
 		}
 	}
@@ -321,24 +326,40 @@ func (r *run) run(ctx context.Context) error {
 	return nil
 }
 
-// scan walks the folders. It returns the candidate files by path and the paths under
-// which an error may hide files that still exist.
-func (r *run) scan(ctx context.Context) (map[string]*found, []string, error) {
+// leftOut is a file the walk saw and left out, and why (a walk.Skip* reason).
+type leftOut struct {
+	path, rel, reason string
+	folder            int64
+}
+
+// scan walks the folders. It returns the candidate files by path, the files the walk
+// saw but left out (binary, too large, …; not the hidden and excluded ones, which it
+// never looks at) by path, and the paths under which an error may hide files that
+// still exist.
+func (r *run) scan(ctx context.Context) (map[string]*found, map[string]*leftOut, []string, error) {
 	files := map[string]*found{}
+	left := map[string]*leftOut{}
 	var protect []string
 	wopt := r.opt.Walk
 	userSkipped := wopt.Skipped
+	var folder store.Folder // the one being walked
 	wopt.Skipped = func(path, reason string) {
 		switch reason {
 		case walk.SkipTooLarge, walk.SkipBinary, walk.SkipSpecial, walk.SkipOutside, walk.SkipBroken:
-			r.skipped(path, reason)
+			if left[path] == nil && files[path] == nil { // a deeper registered folder's, walked first
+				rel, err := filepath.Rel(folder.Path, path)
+				if err != nil {
+					rel = path
+				}
+				left[path] = &leftOut{path: path, rel: filepath.ToSlash(rel), reason: reason, folder: folder.ID}
+			}
 		}
 		if userSkipped != nil {
 			userSkipped(path, reason)
 		}
 	}
 	r.emit(Progress{Phase: PhaseScan}, true)
-	for _, folder := range r.folders {
+	for _, folder = range r.folders {
 		wopt.FollowOutside = r.opt.Walk.FollowOutside || (r.opt.FollowOutside != nil && r.opt.FollowOutside(folder.Path))
 		onErr := func(path string, err error) {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -357,7 +378,7 @@ func (r *run) scan(ctx context.Context) (map[string]*found, []string, error) {
 			return nil
 		}, onErr)
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if err != nil {
 			// A missing or unreadable folder (an unmounted drive, say) is reported and
@@ -366,7 +387,69 @@ func (r *run) scan(ctx context.Context) (map[string]*found, []string, error) {
 			r.docError(PhaseScan, folder.Path, err.Error())
 		}
 	}
-	return files, protect, nil
+	return files, left, protect, nil
+}
+
+// keepSkips stores each file the walk left out as a skipped document with the reason
+// in words, so that the documents list has every file the walk saw: indexed, skipped
+// with a reason, or a problem. One stored so already is left alone; one indexed
+// before (a file grown too large, say) loses its chunks.
+func (r *run) keepSkips(ctx context.Context, left map[string]*leftOut, stored map[string]*store.Document) error {
+	paths := make([]string, 0, len(left))
+	for p := range left {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l := left[p]
+		r.skipped(l.path, l.reason)
+		fi, err := os.Lstat(l.path)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		reason := r.skipReason(l.reason, fi.Size())
+		d := store.Document{WorkspaceID: r.ws.ID, FolderID: l.folder, Path: l.path, Rel: l.rel, Size: fi.Size(), ModTime: fi.ModTime(),
+			Status: store.StatusSkipped, Error: reason}
+		if old := stored[l.path]; old != nil && old.Status == store.StatusSkipped && old.Error == reason &&
+			old.Size == d.Size && old.ModTime.Equal(d.ModTime) && old.FolderID == d.FolderID {
+			continue
+		}
+		if err := r.ix.DB.ReplaceDocument(ctx, d, nil); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("ingest: %w", err)
+		}
+	}
+	return nil
+}
+
+// skipReason says in words why the walk left a file out.
+func (r *run) skipReason(reason string, size int64) string {
+	switch reason {
+	case walk.SkipBinary:
+		return "not text, PDF or Word (.docx): its first bytes are binary"
+	case walk.SkipTooLarge:
+		limit := r.opt.Walk.MaxFileSize
+		if limit == 0 {
+			limit = walk.DefaultMaxFileSize
+		}
+		return fmt.Sprintf("too large: %s, over the %s limit", mib(size), mib(limit))
+	case walk.SkipOutside:
+		return "a link to outside the folder (not followed)"
+	case walk.SkipBroken:
+		return "a link to nothing"
+	case walk.SkipSpecial:
+		return "not a regular file"
+	}
+	return reason
+}
+
+func mib(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func protected(prefixes []string, path string) bool {

@@ -354,15 +354,16 @@ func (w *walker) file(path, rel string, fi fs.FileInfo) error {
 }
 
 // Indexable tells from a file's first bytes whether it is text or a binary
-// format the parser reads (PDF, DOCX). name only breaks the tie for an
-// OOXML zip whose word/ entries lie past the sniffed bytes.
+// format the parser reads (PDF, DOCX). name breaks the tie for a zip: one
+// named .docx is a Word document, whole or not (a damaged one is the
+// parser's to report, not a binary to leave out), and one with word/
+// entries in its first bytes is one whatever its name.
 func Indexable(head []byte, name string) bool {
 	if bytes.HasPrefix(head, []byte("%PDF-")) {
 		return true
 	}
 	if bytes.HasPrefix(head, []byte("PK\x03\x04")) {
-		return bytes.Contains(head, []byte("word/")) ||
-			(bytes.Contains(head, []byte("[Content_Types].xml")) && strings.EqualFold(filepath.Ext(name), ".docx"))
+		return bytes.Contains(head, []byte("word/")) || strings.EqualFold(filepath.Ext(name), ".docx")
 	}
 	ct := http.DetectContentType(head)
 	switch {

@@ -22,6 +22,16 @@ const val = (t: Trace, k: string): number => {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0;
 };
 
+/** A part of TTFT in words. */
+const PHRASES: Record<string, string> = {
+  queue: 'waiting for the model',
+  embed: 'embedding the question',
+  search: 'searching the library',
+  rerank: 'rerank',
+  prefill: 'prefill',
+  first_decode: 'the first token itself',
+};
+
 /** The biggest part of TTFT, with its explanation; undefined when the trace has no TTFT. */
 export function ttftCause(t: Trace): Cause | undefined {
   const ttft = val(t, 'ttft_ms');
@@ -42,8 +52,9 @@ export function ttftCause(t: Trace): Cause | undefined {
   for (const [s, m] of parts) if (m > ms) [stage, ms] = [s, m];
   if (!ms) return undefined;
   const share = Math.min(1, ms / ttft);
-  if (ttft < FAST_MS) return { stage, share, text: `first token in ${fmtMs(ttft)}`, knob: '' }; // nothing worth tuning
   const pct = fmtPct(share);
+  // Fast: still where the time went (a cause, not the TTFT again), with nothing worth tuning.
+  if (ttft < FAST_MS) return { stage, share, text: `${PHRASES[stage] ?? stageLabel(`${stage}_ms`)} ${pct} of TTFT`, knob: '' };
   const prompt = t.prompt_tokens ?? 0;
   const evald = t.eval_tokens ?? 0;
   switch (stage) {

@@ -225,6 +225,12 @@ export class HttpTransport implements Transport {
   createWorkspace(name: string): Promise<void> {
     return this.call('POST', '/api/workspaces', { name });
   }
+  renameWorkspace(workspace: string, name: string): Promise<void> {
+    return this.call('PATCH', `/api/workspaces/${enc(workspace)}`, { name });
+  }
+  deleteWorkspace(workspace: string): Promise<void> {
+    return this.call('DELETE', `/api/workspaces/${enc(workspace)}`);
+  }
   async addFolder(workspace: string, path?: string): Promise<string> {
     if (!path) throw new Error('a folder path is required');
     await this.call('POST', `/api/workspaces/${enc(workspace)}/folders`, { path });
@@ -273,6 +279,9 @@ export class HttpTransport implements Transport {
   }
   chats(workspace: string): Promise<ChatSummary[]> {
     return this.call('GET', `/api/chats?workspace=${enc(workspace)}`);
+  }
+  searchChats(workspace: string, query: string): Promise<ChatSummary[]> {
+    return this.call('GET', `/api/chats?workspace=${enc(workspace)}&q=${enc(query)}`);
   }
   chat(id: number): Promise<Chat> {
     return this.call('GET', `/api/chats/${enc(String(id))}`);

@@ -231,6 +231,8 @@ export interface Workspace {
   chunks: number;
   /** A run is going on now. */
   indexing?: boolean;
+  /** When a question was last asked in it (absent: never). */
+  last_used?: string;
 }
 
 export interface ProgressError {
@@ -254,6 +256,8 @@ export interface DocumentInfo {
   path: string;
   /** The path relative to its folder. */
   rel?: string;
+  /** Its title from its content (a heading, the document's own title), else its file name. */
+  title?: string;
   status: string;
   error?: string;
   chunks: number;
@@ -264,6 +268,11 @@ export interface ChatSummary {
   title: string;
   created: string;
   updated?: string;
+  /** A search result's piece of its best matching turn ('' or absent when the title matched). */
+  snippet?: string;
+  /** How many questions it holds, and the latest (its first 120 characters): chats that start alike told apart. */
+  questions?: number;
+  last?: string;
 }
 
 export interface ChatMessage {
@@ -271,6 +280,12 @@ export interface ChatMessage {
   content: string;
   request_id?: string;
   created?: string;
+  /** An answer's sources as it showed them; a text is '' when the chat did not keep it (the chunk has it). */
+  sources?: Source[];
+  /** The user stopped the answer: content is what came before. */
+  stopped?: boolean;
+  /** The answer's stored trace (its timings), when there is one. */
+  trace?: Trace;
 }
 
 export interface Chat {
@@ -397,6 +412,10 @@ export interface Transport {
 
   workspaces(): Promise<Workspace[]>;
   createWorkspace(name: string): Promise<void>;
+  /** Renames a workspace: 409 when the name is taken, 400 with the naming rule when it is not allowed. */
+  renameWorkspace(workspace: string, name: string): Promise<void>;
+  /** Deletes a workspace and Lore's index, chats and traces of it (the files stay). */
+  deleteWorkspace(workspace: string): Promise<void>;
   /** HTTP: `path` is required. Wails: the path is ignored; Go opens the native picker. Returns the folder added ('' if cancelled). */
   addFolder(workspace: string, path?: string): Promise<string>;
   removeFolder(workspace: string, path: string): Promise<void>;
@@ -406,6 +425,8 @@ export interface Transport {
   documents(workspace: string): Promise<DocumentInfo[]>;
 
   chats(workspace: string): Promise<ChatSummary[]>;
+  /** The workspace's chats whose title or turns hold every word of query (the last may be unfinished), newest first. */
+  searchChats(workspace: string, query: string): Promise<ChatSummary[]>;
   chat(id: number): Promise<Chat>;
   chunk(id: number): Promise<Chunk>;
   /** Desktop only. */

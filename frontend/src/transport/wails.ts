@@ -177,6 +177,12 @@ export class WailsTransport implements Transport {
     // contract: docs/api.md lists no Wails binding for this; used only if the app binds it.
     return this.invoke('CreateWorkspace', name);
   }
+  renameWorkspace(workspace: string, name: string): Promise<void> {
+    return this.invoke('RenameWorkspace', workspace, name);
+  }
+  deleteWorkspace(workspace: string): Promise<void> {
+    return this.invoke('DeleteWorkspace', workspace);
+  }
   async addFolder(workspace: string, _path?: string): Promise<string> {
     // The native picker opens Go-side; the UI never passes a path to open.
     const r = await this.invoke<unknown>('AddFolder', workspace);
@@ -213,6 +219,9 @@ export class WailsTransport implements Transport {
   }
   chats(workspace: string): Promise<ChatSummary[]> {
     return this.invoke('Chats', workspace);
+  }
+  searchChats(workspace: string, query: string): Promise<ChatSummary[]> {
+    return this.invoke('SearchChats', workspace, query);
   }
   chat(id: number): Promise<Chat> {
     return this.invoke('Chat', id);

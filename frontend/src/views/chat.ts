@@ -2,8 +2,8 @@
 
 import { clear, copyText, errMsg, h } from '../dom';
 import { fmtDate, fmtInt, fmtMs, fmtNum, fmtRate } from '../format';
-import { causeText, prefillRate } from '../latency/cause';
-import { readWhileTyping } from '../latency/stats';
+import { prefillRate, ttftCause } from '../latency/cause';
+import { fallbackLabel, readWhileTyping } from '../latency/stats';
 import { withUIMeasurement } from '../latency/waterfall';
 import { renderMarkdown } from '../markdown';
 import { lowSupport, SUPPORT_TITLE, supportText } from '../support';
@@ -16,6 +16,12 @@ import type { Ctx } from './ctx';
 import { sourceChip, locationText, scoresText } from './sources';
 import { renderWelcome, type WelcomeInfo } from './welcome';
 import { applyStage, fitText, initialStage, prefillFraction, prefillText, type StageState } from './stage';
+
+const TTFT_SERVER_TITLE = 'Measured by Lore’s server: from the question’s arrival to its first token sent.';
+const TTFT_UI_TITLE = 'Measured by this browser: from your click to the first token on screen. Another clock than the server’s: the two can differ by a few ms either way.';
+
+/** How long after the last key the chat search asks the server. */
+export const CHAT_SEARCH_DELAY_MS = 200;
 
 function schedule(cb: () => void): void {
   if (document.visibilityState === 'hidden') setTimeout(cb, 16);
@@ -43,6 +49,11 @@ class Turn {
 
   raw = '';
   sources: Source[] = [];
+  /** When a turn from history was answered ('' for a live one). */
+  created = '';
+  private readonly noSources: HTMLElement;
+  private readonly noSourcesText: HTMLElement;
+  private readonly noSourcesLink: HTMLButtonElement;
   /** The chat view, told when the turn grows (to keep its end in view) and when a passage is opened to read. */
   listener: { changed(): void; reading(): void } | undefined;
   requestId = '';
@@ -76,6 +87,9 @@ class Turn {
     this.sourcesList = h('ol', { class: 'sources-list' });
     this.sourcesBox = h('details', { class: 'sources', testid: 'sources', hidden: true, attrs: { open: true } },
       h('summary', { text: 'Sources' }), this.sourcesList);
+    this.noSourcesText = h('span', { testid: 'no-sources-text' });
+    this.noSourcesLink = h('button', { type: 'button', class: 'link-btn', testid: 'no-sources-library', on: { click: () => this.ctx.goto?.('library') } });
+    this.noSources = h('div', { class: 'no-sources', testid: 'no-sources', role: 'note', hidden: true }, this.noSourcesText, ' ', this.noSourcesLink);
     this.passage = h('div', { class: 'passage', testid: 'source-passage', hidden: true });
     this.answer = h('div', { class: 'answer markdown', testid: 'answer' });
     this.answer.addEventListener('click', (ev) => {
@@ -98,21 +112,31 @@ class Turn {
     );
     this.el = h('article', { class: 'turn', testid: 'turn' },
       h('div', { class: 'msg user', testid: 'question', text: question }),
-      h('div', { class: 'msg assistant' }, this.stageBox, this.sourcesBox, this.passage, this.answer, this.status, this.actions, this.causeLine),
+      h('div', { class: 'msg assistant' }, this.stageBox, this.noSources, this.sourcesBox, this.passage, this.answer, this.status, this.actions, this.causeLine),
     );
   }
 
-  /** A finished message from history (no live stages, no sources). */
+  /**
+   * A finished message from history, as it was shown live: its sources (chips and citations), the meta line from
+   * its stored trace (TTFT, on screen, tokens/s…) with its date, its Latency link, and "Stopped." for one the user
+   * stopped.
+   */
   static fromHistory(ctx: Ctx, q: string, a: ChatMessage | undefined, onRetry: (q: string, route?: 'main') => void): Turn {
     const t = new Turn(ctx, q, onRetry);
     t.stageBox.hidden = true;
     if (a) {
       t.raw = a.content;
       t.requestId = a.request_id ?? '';
+      t.created = a.created ?? '';
+      t.trace = a.trace && typeof a.trace === 'object' ? a.trace : undefined;
+      t.onSources(Array.isArray(a.sources) ? a.sources : []);
+      if (!a.content.trim()) t.noSources.hidden = true; // it failed: no answer to label
       t.render();
-      t.metaLine.textContent = fmtDate(a.created);
+      t.updateMeta();
+      if (a.stopped) t.markStopped();
     }
     t.actions.hidden = false;
+    t.el.classList.add('done');
     return t;
   }
 
@@ -149,9 +173,27 @@ class Turn {
     clear(this.sourcesList);
     for (const s of src) this.sourcesList.append(sourceChip(s, (n) => this.openSource(n)));
     this.sourcesBox.hidden = src.length === 0;
+    this.showNoSources(src.length === 0);
     this.showFit();
     if (this.raw) this.render();
     this.listener?.changed();
+  }
+
+  /**
+   * An answer without sources is the model's alone: said above it in plain words, with why (nothing indexed in
+   * the workspace, or nothing in it matched) and the way to the Library.
+   */
+  private showNoSources(none: boolean): void {
+    this.noSources.hidden = !none;
+    if (!none) return;
+    const ws = this.ctx.currentWorkspace?.();
+    const name = ws?.name ?? this.ctx.workspace();
+    const empty = ws !== undefined && !(ws.documents > 0);
+    this.noSourcesText.textContent = empty
+      ? `No sources: model only. Nothing is indexed in “${name}” yet, so this answer does not come from your documents.`
+      : 'No sources: model only. Nothing in your library matched the question, so this answer does not come from your documents.';
+    this.noSourcesLink.hidden = !this.ctx.goto;
+    this.noSourcesLink.textContent = empty ? 'Add a folder in the Library' : 'Open the Library';
   }
 
   /** "4 of 20 candidates fit the prompt" under the stage label and on the sources' summary. */
@@ -207,8 +249,10 @@ class Turn {
     if (fast) parts.push(`fast model ${this.trace?.route ?? ''}`.trim());
     this.reaskMain.hidden = !fast;
     this.metaLine.title = this.trace?.route_reason ?? '';
-    if (s.ttft_ms !== undefined) parts.push(`TTFT ${fmtMs(s.ttft_ms)}`);
-    if (s.ui_ttft_ms !== undefined) parts.push(`on screen ${fmtMs(s.ui_ttft_ms)}`);
+    // Two clocks: the server's from the question's arrival to its first token sent, this browser's from the click
+    // to the first token painted. Each is named, so one a few ms below the other reads as what it is.
+    if (s.ttft_ms !== undefined) parts.push(h('span', { testid: 'answer-ttft', title: TTFT_SERVER_TITLE, text: `TTFT ${fmtMs(s.ttft_ms)} (server)` }));
+    if (s.ui_ttft_ms !== undefined) parts.push(h('span', { testid: 'answer-ui-ttft', title: TTFT_UI_TITLE, text: `on screen ${fmtMs(s.ui_ttft_ms)} (browser)` }));
     if (this.trace?.decode_tok_s !== undefined) parts.push(fmtRate(this.trace.decode_tok_s, 'tok/s'));
     const support = supportText(this.trace);
     if (support) parts.push(h('span', { class: `support${lowSupport(this.trace) ? ' low' : ''}`, testid: 'answer-support', title: SUPPORT_TITLE, text: support }));
@@ -216,9 +260,16 @@ class Turn {
     if (this.trace?.late_passages) parts.push(`${fmtInt(this.trace.late_passages)} passages left out to answer fast`);
     if (this.trace?.cut) parts.push(`best passage cut by ${fmtInt(this.trace.cut.tokens)} tokens to answer fast`);
     if (this.trace?.stitched_passages) parts.push(`${fmtInt(this.trace.stitched_passages)} passages from saved KV (approximate)`);
-    if (this.trace?.fallback_level) parts.push(`fallback ${fmtNum(this.trace.fallback_level, 0)}`);
+    if (this.trace?.fallback_level) {
+      // In words, with the server's reason in its title: a bare "fallback 2" says nothing.
+      parts.push(h('span', { class: 'fallback', testid: 'answer-fallback', title: this.trace.fallback_reason ?? '',
+        text: `fallback ${fallbackLabel(fmtNum(this.trace.fallback_level, 0))}` }));
+    }
+    if (this.created) parts.push(fmtDate(this.created));
     this.metaLine.replaceChildren(...parts.flatMap((p, i) => (i ? [' · ', p] : [p])));
-    const cause = this.trace ? causeText(this.trace) : '';
+    // Only when something would help: a fast answer's line would only say the meta line again.
+    const c = this.trace ? ttftCause(this.trace) : undefined;
+    const cause = c?.knob ? `${c.text} — ${c.knob}` : '';
     this.causeLine.textContent = cause;
     this.causeLine.hidden = !cause;
   }
@@ -244,12 +295,18 @@ class Turn {
   stopped(): void {
     this.stopPrefillTimer();
     this.stageBox.hidden = true;
-    this.status.hidden = false;
-    this.status.textContent = 'Stopped.';
-    this.status.classList.remove('error');
+    this.markStopped();
     this.actions.hidden = false;
     this.el.classList.add('done');
     this.render();
+  }
+
+  /** "Stopped." under the answer: what came before the user stopped it. */
+  private markStopped(): void {
+    this.status.hidden = false;
+    this.status.textContent = 'Stopped.';
+    this.status.classList.remove('error');
+    this.el.classList.add('stopped');
   }
 
   private stopPrefillTimer(): void {
@@ -325,8 +382,12 @@ export class ChatView {
   private readonly stopBtn: HTMLButtonElement;
   private readonly hint: HTMLElement;
   private chatId: number | undefined;
-  private running: { turn: Turn; handle: AskHandle } | undefined;
+  private running: { turn: Turn; handle: AskHandle; isNew: boolean } | undefined;
   private chats: ChatSummary[] = [];
+  /** The server's answer to the search box's words (undefined until it comes). */
+  private found: ChatSummary[] | undefined;
+  private searchTimer: ReturnType<typeof setTimeout> | undefined;
+  private searchSeq = 0;
   private readonly prefetcher: DraftPrefetcher;
   private readonly readAhead: ReadAhead;
   /** Prefill speed (tokens/ms) of the latest answer seen, for a first estimate before the server has one. */
@@ -347,7 +408,7 @@ export class ChatView {
     this.readAhead = new ReadAhead(() => this.ctx.t.prefetchStatus());
     this.list = h('ul', { class: 'chat-list', testid: 'chat-list' });
     this.search = h('input', { type: 'search', class: 'chat-search', testid: 'chat-search', placeholder: 'Search chats', attrs: { 'aria-label': 'Search chats' } });
-    this.search.addEventListener('input', () => this.renderChats());
+    this.search.addEventListener('input', () => this.searchInput());
     this.messages = h('div', { class: 'messages', testid: 'messages', attrs: { 'aria-live': 'polite' } });
     this.follow = new FollowScroll(this.messages);
     this.input = h('textarea', {
@@ -474,14 +535,42 @@ export class ChatView {
       this.ctx.notify(`Cannot load the chat history: ${errMsg(e)}`);
       return;
     }
+    if (this.search.value.trim()) void this.searchChats();
     this.renderChats();
   }
 
-  /** The history list, filtered by the search box; each chat with its last date. */
+  /**
+   * The search box changed: titles are filtered at once, and a moment after typing stops the server searches the
+   * turns' text too (a word said inside a chat finds it).
+   */
+  private searchInput(): void {
+    this.found = undefined;
+    clearTimeout(this.searchTimer);
+    if (this.search.value.trim()) this.searchTimer = setTimeout(() => void this.searchChats(), CHAT_SEARCH_DELAY_MS);
+    this.renderChats();
+  }
+
+  private async searchChats(): Promise<void> {
+    const ws = this.ctx.workspace();
+    const q = this.search.value.trim();
+    if (!ws || !q) return;
+    const seq = ++this.searchSeq;
+    let found: ChatSummary[];
+    try {
+      found = (await this.ctx.t.searchChats(ws, q)) ?? [];
+    } catch {
+      return; // the title filter stays
+    }
+    if (seq !== this.searchSeq || ws !== this.ctx.workspace() || q !== this.search.value.trim()) return; // typed on
+    this.found = found;
+    this.renderChats();
+  }
+
+  /** The history list, filtered by the search box; each chat with its last date (and, found by a turn, where). */
   private renderChats(): void {
     clear(this.list);
     const q = this.search.value.trim().toLowerCase();
-    const shown = this.chats.filter((c) => !q || (c.title || '').toLowerCase().includes(q));
+    const shown = !q ? this.chats : (this.found ?? this.chats.filter((c) => (c.title || '').toLowerCase().includes(q)));
     for (const c of shown) {
       this.list.append(
         h('li', {},
@@ -491,7 +580,12 @@ export class ChatView {
             on: { click: () => void this.openChat(c.id) },
           },
             h('span', { class: 'chat-title', text: c.title || `Chat ${c.id}` }),
-            h('span', { class: 'chat-date', testid: 'chat-date', text: fmtDate(c.updated || c.created) }),
+            c.snippet ? h('span', { class: 'chat-snippet', testid: 'chat-snippet', text: c.snippet }) : null,
+            !c.snippet && c.last && (c.questions ?? 0) > 1 && c.last !== c.title
+              ? h('span', { class: 'chat-snippet', testid: 'chat-last', text: `then: ${c.last}` })
+              : null,
+            h('span', { class: 'chat-date', testid: 'chat-date' }, fmtDate(c.updated || c.created),
+              (c.questions ?? 0) > 1 ? h('span', { class: 'chat-count', text: ` · ${fmtInt(c.questions)} questions` }) : null),
           ),
         ),
       );
@@ -592,17 +686,22 @@ export class ChatView {
         },
       },
     );
-    this.running = { turn, handle };
+    this.running = { turn, handle, isNew };
     this.stopBtn.hidden = false;
     this.submitBtn.disabled = true;
   }
 
+  /**
+   * Stops the answer. The server keeps it, marked stopped, in the chat the first event named: a retry or a
+   * follow-up continues that chat, and a chat the question started is listed now.
+   */
   stop(): void {
     if (!this.running) return;
-    const { turn, handle } = this.running;
+    const { turn, handle, isNew } = this.running;
     handle.cancel();
     turn.stopped();
     this.end();
+    if (isNew && this.chatId !== undefined) void this.loadChats();
   }
 
   private end(): void {

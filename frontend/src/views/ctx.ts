@@ -13,6 +13,8 @@ export interface Ctx {
   notify(message: string): void;
   /** Workspaces changed (folders/documents): reload the switcher, optionally selecting one. */
   workspacesChanged(select?: string): void;
+  /** The names of the workspaces the app knows. */
+  workspaceNames?(): string[];
   /** The current workspace's last known state (folders, counts), if any. */
   currentWorkspace?(): Workspace | undefined;
   /** Opens another view. */

@@ -2,7 +2,7 @@
 
 import { breakablePath, clear, errMsg, h } from '../dom';
 import { fmtDuration, fmtInt, fmtRate } from '../format';
-import type { DocumentInfo, Progress, ProgressError, Workspace } from '../transport/types';
+import { ApiError, type DocumentInfo, type Progress, type ProgressError, type Workspace } from '../transport/types';
 import type { Ctx } from './ctx';
 
 /** "notes/a.PDF" → "pdf"; '' without an extension. */
@@ -43,6 +43,21 @@ export function folderErrorText(raw: string, path = ''): { text: string; hint: s
   return { text: `Cannot add the folder${at}: ${msg}`, hint: '' };
 }
 
+/** Which workspace names the server accepts (app.NameRule), said to the user. */
+export const WORKSPACE_NAME_RULE = 'Use 1–64 letters, digits, spaces, hyphens (-), underscores (_) and dots (.), starting with a letter or digit.';
+
+/**
+ * Why a new workspace name would be refused ('' when it is fine): empty, not in WORKSPACE_NAME_RULE, or taken
+ * (`taken`: the names there are, `except` the one being renamed). The server checks the same.
+ */
+export function workspaceNameError(name: string, taken: string[], except = ''): string {
+  const n = name.trim();
+  if (!n) return 'Type a name for the workspace first.';
+  if ([...n].length > 64 || !/^[\p{L}\p{Nd}][\p{L}\p{Nd} ._-]*$/u.test(n)) return `“${n}” cannot be a workspace name. ${WORKSPACE_NAME_RULE}`;
+  if (n !== except && taken.includes(n)) return `A workspace called “${n}” already exists.`;
+  return '';
+}
+
 /** The folder's documents, by path ("/a/b" holds "/a/b/c.md", not "/a/bc/d.md"). */
 export function docsInFolder(docs: DocumentInfo[], folder: string): number {
   const base = folder.replace(/[/\\]+$/, '');
@@ -75,6 +90,13 @@ export class LibraryView {
   private readonly errors: HTMLUListElement;
   private readonly docs: HTMLTableSectionElement;
   private readonly wsInput: HTMLInputElement;
+  /** The current workspace's name, rename and delete. */
+  private readonly wsManage: HTMLElement;
+  /** Why the last create, rename or delete failed (or what to do), until closed or a later success. */
+  private readonly wsError: HTMLElement;
+  private readonly wsErrorText: HTMLElement;
+  /** Rename or delete of the current workspace waiting for the user ('' none). */
+  private wsAction: '' | 'rename' | 'delete' = '';
   /** Why the last add failed, in plain words, until closed or a later add succeeds. */
   private readonly addError: HTMLElement;
   private readonly addErrorText: HTMLElement;
@@ -102,7 +124,14 @@ export class LibraryView {
     this.current = h('span', { class: 'index-current muted small', testid: 'library-current' });
     this.errors = h('ul', { class: 'error-list', testid: 'library-errors' });
     this.docs = h('tbody');
-    this.wsInput = h('input', { type: 'text', testid: 'new-workspace-input', placeholder: 'New workspace name', attrs: { 'aria-label': 'Workspace name', maxlength: 64 } });
+    this.wsInput = h('input', { type: 'text', testid: 'new-workspace-input', placeholder: 'New workspace name',
+      title: WORKSPACE_NAME_RULE, attrs: { 'aria-label': 'Workspace name', maxlength: 64 } });
+    this.wsManage = h('div', { class: 'ws-manage', testid: 'workspace-manage' });
+    this.wsErrorText = h('span', { class: 'inline-error-text', testid: 'workspace-error-text' });
+    this.wsError = h('div', { class: 'inline-error', testid: 'workspace-error', role: 'alert', hidden: true },
+      this.wsErrorText,
+      h('button', { type: 'button', class: 'banner-close', testid: 'dismiss-workspace-error', text: '×', title: 'Dismiss',
+        attrs: { 'aria-label': 'Dismiss' }, on: { click: () => this.showWsError('') } }));
 
     this.addErrorText = h('span', { testid: 'folder-error-text' });
     this.addErrorHint = h('small', { class: 'inline-error-hint', testid: 'folder-error-hint' });
@@ -152,7 +181,8 @@ export class LibraryView {
           h('thead', {}, h('tr', {}, h('th', { text: 'File' }), h('th', { text: 'Type' }), h('th', { text: 'Status' }), h('th', { text: 'Chunks' }))),
           this.docs),
       ),
-      h('section', { class: 'card' }, h('h3', { text: 'Workspaces' }), wsForm),
+      h('section', { class: 'card' }, h('h3', { text: 'Workspaces' }), this.wsManage, wsForm,
+        h('small', { class: 'muted', testid: 'workspace-rule', text: WORKSPACE_NAME_RULE }), this.wsError),
     );
     this.renderErrors();
   }
@@ -190,10 +220,12 @@ export class LibraryView {
   }
 
   private renderWorkspace(ws: Workspace | undefined): void {
+    if (ws?.name !== this.ws?.name) this.wsAction = '';
     this.ws = ws;
     if (this.confirming && !ws?.folders?.includes(this.confirming)) this.confirming = undefined;
     clear(this.folders);
     this.renderErrors();
+    this.renderManage();
     if (!ws) {
       this.wsTitle.textContent = 'Library';
       this.folders.append(h('li', { class: 'muted', text: 'No workspace yet: create one below.' }));
@@ -238,7 +270,8 @@ export class LibraryView {
         ),
       );
     }
-    this.docErrors = docs.filter((d) => d.error).map((d) => ({ path: d.path, reason: d.error ?? '' }));
+    // Problems are the files that failed; the skipped ones (binary, no text…) say why in the table.
+    this.docErrors = docs.filter((d) => d.status === 'error' && d.error).map((d) => ({ path: d.path, reason: d.error ?? '' }));
     this.renderErrors();
   }
 
@@ -365,7 +398,7 @@ export class LibraryView {
   }
 
   private confirmBox(path: string): HTMLElement {
-    const n = docsInFolder(this.docList, path);
+    const n = docsInFolder(this.docList.filter((d) => d.status === 'indexed'), path);
     const cancel = () => {
       this.confirming = undefined;
       this.renderWorkspace(this.ws);
@@ -409,15 +442,130 @@ export class LibraryView {
     }
   }
 
+  /** The workspace names the app knows (for a duplicate caught before asking the server). */
+  private names(): string[] {
+    return this.ctx.workspaceNames?.() ?? (this.ws ? [this.ws.name] : []);
+  }
+
+  private showWsError(text: string): void {
+    this.wsError.hidden = !text;
+    this.wsErrorText.textContent = text;
+  }
+
+  /** A server's refusal in plain words (the status says which: taken, not allowed, gone). */
+  private wsFailure(what: string, name: string, e: unknown): string {
+    const status = e instanceof ApiError ? e.status : 0;
+    if (status === 409) return `A workspace called “${name}” already exists.`;
+    if (status === 400) return `Cannot ${what}: ${errMsg(e).replace(/^invalid request:\s*/i, '')}`;
+    return `Cannot ${what}: ${errMsg(e)}`;
+  }
+
   private async createWorkspace(): Promise<void> {
     const name = this.wsInput.value.trim();
-    if (!name) return;
+    const bad = workspaceNameError(name, this.names());
+    if (bad) return this.showWsError(bad);
     try {
       await this.ctx.t.createWorkspace(name);
       this.wsInput.value = '';
+      this.showWsError('');
       this.ctx.workspacesChanged(name);
     } catch (e) {
-      this.ctx.notify(`Cannot create the workspace: ${errMsg(e)}`);
+      this.showWsError(this.wsFailure('create the workspace', name, e));
+    }
+  }
+
+  /**
+   * The current workspace with Rename and Delete; each asks in the page first (a name box, or what a delete
+   * removes). The default workspace is where commands go without --workspace: it stays.
+   */
+  private renderManage(): void {
+    const ws = this.ws;
+    clear(this.wsManage);
+    if (!ws) return;
+    const fixed = ws.name === 'default';
+    const row = h('div', { class: 'row ws-current' },
+      h('span', {}, 'Current: ', h('strong', { testid: 'workspace-name', text: ws.name })),
+      fixed
+        ? h('small', { class: 'muted', testid: 'workspace-fixed', text: 'The default workspace is where commands go without --workspace: it can be emptied, not renamed or deleted.' })
+        : null,
+      fixed ? null : h('button', { type: 'button', class: 'btn small', testid: 'rename-workspace', text: 'Rename', disabled: this.wsAction !== '',
+        on: { click: () => this.askWs('rename') } }),
+      fixed ? null : h('button', { type: 'button', class: 'btn small danger', testid: 'delete-workspace', text: 'Delete', disabled: this.wsAction !== '',
+        on: { click: () => this.askWs('delete') } }),
+    );
+    this.wsManage.append(row);
+    if (this.wsAction === 'rename') this.wsManage.append(this.renameBox(ws));
+    if (this.wsAction === 'delete') this.wsManage.append(this.deleteBox(ws));
+  }
+
+  private askWs(action: 'rename' | 'delete'): void {
+    this.wsAction = action;
+    this.showWsError('');
+    this.renderManage();
+    const focus = action === 'rename' ? 'rename-workspace-input' : 'cancel-delete-workspace';
+    (this.wsManage.querySelector(`[data-testid="${focus}"]`) as HTMLElement | null)?.focus();
+  }
+
+  private cancelWs(): void {
+    this.wsAction = '';
+    this.renderManage();
+  }
+
+  private renameBox(ws: Workspace): HTMLElement {
+    const input = h('input', { type: 'text', testid: 'rename-workspace-input', value: ws.name, title: WORKSPACE_NAME_RULE,
+      attrs: { 'aria-label': 'New name', maxlength: 64 } });
+    const form = h('form', { class: 'row ws-confirm', testid: 'rename-workspace-form' }, input,
+      h('button', { type: 'submit', class: 'btn small primary', testid: 'confirm-rename-workspace', text: 'Save name' }),
+      h('button', { type: 'button', class: 'btn small', testid: 'cancel-rename-workspace', text: 'Cancel', on: { click: () => this.cancelWs() } }));
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      void this.renameWorkspace(ws.name, input.value);
+    });
+    form.addEventListener('keydown', (ev) => {
+      if ((ev as KeyboardEvent).key === 'Escape') this.cancelWs();
+    });
+    return form;
+  }
+
+  private deleteBox(ws: Workspace): HTMLElement {
+    const n = ws.documents ?? 0;
+    const box = h('div', { class: 'folder-confirm ws-confirm', testid: 'delete-workspace-confirm', role: 'group', attrs: { 'aria-label': 'Confirm delete' } },
+      h('span', { class: 'folder-confirm-text', testid: 'delete-workspace-text',
+        text: `Delete the workspace “${ws.name}”? Its ${n ? `${fmtInt(n)} indexed document${n === 1 ? '' : 's'}, ` : ''}chats and latency traces go from Lore; the files stay on disk.` }),
+      h('button', { type: 'button', class: 'btn small danger', testid: 'confirm-delete-workspace', text: 'Delete workspace',
+        on: { click: () => void this.deleteWorkspace(ws.name) } }),
+      h('button', { type: 'button', class: 'btn small', testid: 'cancel-delete-workspace', text: 'Cancel', on: { click: () => this.cancelWs() } }),
+    );
+    box.addEventListener('keydown', (ev) => {
+      if ((ev as KeyboardEvent).key === 'Escape') this.cancelWs();
+    });
+    return box;
+  }
+
+  private async renameWorkspace(from: string, to: string): Promise<void> {
+    const name = to.trim();
+    if (name === from) return this.cancelWs();
+    const bad = workspaceNameError(name, this.names(), from);
+    if (bad) return this.showWsError(bad);
+    try {
+      await this.ctx.t.renameWorkspace(from, name);
+      this.wsAction = '';
+      this.showWsError('');
+      this.ctx.workspacesChanged(name);
+    } catch (e) {
+      this.showWsError(this.wsFailure('rename the workspace', name, e));
+    }
+  }
+
+  private async deleteWorkspace(name: string): Promise<void> {
+    this.wsAction = '';
+    this.renderManage();
+    try {
+      await this.ctx.t.deleteWorkspace(name);
+      this.showWsError('');
+      this.ctx.workspacesChanged();
+    } catch (e) {
+      this.showWsError(this.wsFailure('delete the workspace', name, e));
     }
   }
 }

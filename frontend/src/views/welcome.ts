@@ -24,12 +24,27 @@ export function topicOf(path: string): string {
   return base.replace(/\.[a-z0-9]+$/i, '').replace(/[-_.]+/g, ' ').replace(/\s+/g, ' ').trim();
 }
 
+/** A date or number at the start of a file name ("2024-04-17 offsite planning" → "offsite planning"). */
+const LEADING_DATE = /^(\d{2,4}[ ._-]?){1,3}(?=[^\d ._-])/;
+
+/**
+ * What a document is about, in words a question uses: its title when it comes from its content (a Markdown
+ * heading, a Word or web page title; not just its file name again), else its file name without a leading date.
+ */
+export function topicFor(d: DocumentInfo): string {
+  const file = topicOf(d.rel || d.path);
+  const title = (d.title ?? '').replace(/\s+/g, ' ').trim();
+  const base = (d.rel || d.path).split(/[/\\]/).pop() ?? '';
+  if (title && title.length <= 60 && title !== base && topicOf(title) !== file) return title;
+  return file.replace(LEADING_DATE, '').trim() || file;
+}
+
 /** Up to n questions about indexed documents, spread over the list, one per topic. */
 export function exampleQuestions(docs: DocumentInfo[], n = 3): string[] {
   const topics: string[] = [];
   for (const d of docs) {
     if (d.status !== 'indexed' || !(d.chunks > 0)) continue;
-    const t = topicOf(d.rel || d.path);
+    const t = topicFor(d);
     if (t.length >= 3 && !/^\d+$/.test(t) && !topics.includes(t)) topics.push(t);
   }
   if (!topics.length) return [];
