@@ -8,7 +8,9 @@ const recorded = (FX as unknown as { ask: Array<{ event: string; data: unknown }
 describe('TTFT cause line', () => {
   it('names the biggest part of TTFT with the knob that helps', () => {
     const t: Trace = { request_id: 'a', prompt_tokens: 731, eval_tokens: 645, stages: { ttft_ms: 1000, prefill_ms: 990, embed_ms: 5, queue_ms: 1 } };
-    expect(causeText(t)).toBe('prefill 99% of TTFT: 645 of 731 prompt tokens were new — fewer passages in the prompt: lower Context tokens or Top K in Settings');
+    expect(causeText(t)).toBe('prefill 99% of TTFT: 645 of 731 prompt tokens were new — fewer passages in the prompt: Top K, or Context tokens, in Settings — reading less can cost answer quality (see Support)');
+    // An automatic budget (Context tokens 0) is named by the number it chose, not as a setting to lower.
+    expect(ttftCause({ ...t, context_budget: 768 })!.knob).toBe('fewer passages in the prompt: Top K, or Context tokens (this prompt\'s passage budget: 768 tokens; 0 = automatic), in Settings — reading less can cost answer quality (see Support)');
     const cached: Trace = { ...t, eval_tokens: 40 };
     expect(ttftCause(cached)!.knob).toMatch(/cache/);
     const queued: Trace = { request_id: 'q', stages: { ttft_ms: 2000, queue_ms: 1500, prefill_ms: 400 } };

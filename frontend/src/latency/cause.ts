@@ -33,6 +33,15 @@ const PHRASES: Record<string, string> = {
 };
 
 /** The biggest part of TTFT, with its explanation; undefined when the trace has no TTFT. */
+// fewerPassages is the prefill advice. The trace holds the passage budget the
+// question ran under, not whether it was set or automatic (Context tokens 0),
+// so the advice names the number and what reading less costs.
+function fewerPassages(t: Trace): string {
+  const budget = t.context_budget ?? 0;
+  const set = budget > 0 ? ` (this prompt's passage budget: ${fmtInt(budget)} tokens; 0 = automatic)` : '';
+  return `fewer passages in the prompt: Top K, or Context tokens${set}, in Settings — reading less can cost answer quality (see Support)`;
+}
+
 export function ttftCause(t: Trace): Cause | undefined {
   const ttft = val(t, 'ttft_ms');
   if (!ttft) return undefined;
@@ -62,7 +71,7 @@ export function ttftCause(t: Trace): Cause | undefined {
       const what = prompt > 0 ? `: ${fmtInt(evald)} of ${fmtInt(prompt)} prompt tokens were new` : '';
       const knob = prompt > 0 && evald < prompt / 4
         ? 'most of the prompt came from the cache; the rest is the chat model\'s speed (a smaller model helps)'
-        : 'fewer passages in the prompt: lower Context tokens or Top K in Settings';
+        : fewerPassages(t);
       return { stage, share, text: `prefill ${pct} of TTFT${what}`, knob };
     }
     case 'queue':

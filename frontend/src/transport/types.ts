@@ -125,6 +125,7 @@ export interface Trace {
   cached_tokens?: number;
   eval_tokens?: number;
   context_chunks?: number;
+  context_budget?: number;
   embed_cache_hit?: boolean;
   retrieval_cache_hit?: boolean;
   first_token_at?: string;
