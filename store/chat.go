@@ -116,22 +116,7 @@ func (db *DB) Messages(ctx context.Context, chatID int64) ([]Message, error) {
 // SetPassages stores the passages a question's turn placed in the prompt (JSON) with
 // message id. It is written when the answer ends, off the first token's path.
 func (db *DB) SetPassages(ctx context.Context, id int64, passages json.RawMessage) error {
-	var n int64
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE chat_messages SET passages = ? WHERE id = ?`, string(passages), id)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err == nil && n == 0 {
-		err = ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("store: passages of message %d: %w", id, err)
-	}
-	return nil
+	return db.execOne(ctx, fmt.Sprintf("passages of message %d", id), `UPDATE chat_messages SET passages = ? WHERE id = ?`, string(passages), id)
 }
 
 // ChatMatch is a chat found by SearchChats, with a piece of the best matching turn
@@ -228,20 +213,5 @@ func (db *DB) Chats(ctx context.Context, ws int64) ([]Chat, error) {
 
 // DeleteChat removes a chat and its messages.
 func (db *DB) DeleteChat(ctx context.Context, id int64) error {
-	var n int64
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM chats WHERE id = ?`, id)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err == nil && n == 0 {
-		err = ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("store: delete chat %d: %w", id, err)
-	}
-	return nil
+	return db.execOne(ctx, fmt.Sprintf("delete chat %d", id), `DELETE FROM chats WHERE id = ?`, id)
 }

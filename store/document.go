@@ -292,22 +292,7 @@ func (db *DB) RenameDocument(ctx context.Context, id int64, to Document) error {
 // TouchDocument records a new size and mtime for a document whose content hash did not
 // change. Searchable content is the same, so the generation stays.
 func (db *DB) TouchDocument(ctx context.Context, id int64, size int64, mtime time.Time) error {
-	var n int64
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE documents SET size = ?, mtime = ? WHERE id = ?`, size, toNanos(mtime), id)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err == nil && n == 0 {
-		err = ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("store: touch document %d: %w", id, err)
-	}
-	return nil
+	return db.execOne(ctx, fmt.Sprintf("touch document %d", id), `UPDATE documents SET size = ?, mtime = ? WHERE id = ?`, size, toNanos(mtime), id)
 }
 
 // DeleteDocument removes a document with its chunks and embeddings.

@@ -150,6 +150,27 @@ func (db *DB) Close() error {
 }
 
 // tx runs fn in one write transaction, committed only if fn returns nil.
+// execOne runs one statement that must change a row: ErrNotFound when it
+// changed none; errors say what was being done.
+func (db *DB) execOne(ctx context.Context, what, query string, args ...any) error {
+	var n int64
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err == nil && n == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	return nil
+}
+
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
