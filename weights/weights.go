@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ollama/ollama/convert"
@@ -214,7 +215,7 @@ func download(ctx context.Context, pkg, dir string) (string, error) {
 	}
 	after, _ := filepath.Glob(filepath.Join(dir, "*.whl"))
 	for _, w := range after {
-		if !contains(before, w) {
+		if !slices.Contains(before, w) {
 			return w, nil
 		}
 	}
@@ -236,15 +237,6 @@ func lastLine(b []byte) string {
 		s = s[i+1:]
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // extract copies one member of a wheel to dst, checking its sha256.

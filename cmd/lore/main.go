@@ -23,7 +23,7 @@ type command struct {
 var commands = map[string]command{
 	"synth-model": {"write a synthetic GGUF model for tests and benchmarks", synthModel},
 	"bench":       {"benchmarks: bench engine|retrieval|load|ttft [--json]", benchCmd},
-	"demo":        {"index a sample library with synthetic models and stream an answer with its timings", demo},
+	"demo":        {"index the sample library and stream an answer with its timings (the real models of `lore models fetch`, else synthetic ones)", demo},
 	"index":       {"index folders: index [--workspace W] [--embed-model F] PATH...", indexCmd},
 	"search":      {"search the library: search [--json] \"query\"", searchCmd},
 	"ask":         {"ask a question: ask [--model F] [--json] \"question\"", askCmd},

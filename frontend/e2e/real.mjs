@@ -850,18 +850,19 @@ try {
       assert.ok(l.gap > 40 && l.jump, JSON.stringify(l));
       await browser.screenshot(page, 'e2e-chat-jump-latest-420');
       await tid('jump-latest').click();
-      l = await list();
-      assert.ok(l.gap <= 40 && !l.jump, `Jump to latest did not return to the end: ${JSON.stringify(l)}`);
+      l = await until(async () => { const x = await list(); return x.gap <= 40 && !x.jump ? x : undefined; }, T_ANSWER)
+        .catch(async () => assert.fail(`Jump to latest did not return to the end: ${JSON.stringify(await list())}`));
       l = await grown(l.answer, 'following resumed');
       assert.ok(l.gap <= 40, `following did not resume after Jump to latest: ${JSON.stringify(l)}`);
       await tid('stop').click();
-      // The stopped answer's buttons are in view, inside the list.
-      const inView = await lastTurn().getByTestId('retry').evaluate((b) => {
+      // The stopped answer's buttons come into view, inside the list (the view follows them a frame after
+      // they are drawn: wait for it rather than look once).
+      const retryInView = () => lastTurn().getByTestId('retry').evaluate((b) => {
         const m = document.querySelector('[data-testid="messages"]').getBoundingClientRect();
         const r = b.getBoundingClientRect();
-        return r.top >= m.top && r.bottom <= m.bottom + 1;
-      });
-      assert.ok(inView, 'Retry under the stopped answer is out of view');
+        return r.top >= m.top && r.bottom <= m.bottom + 1 ? true : undefined;
+      }).catch(() => undefined);
+      await until(retryInView, T_ANSWER).catch(() => assert.fail('Retry under the stopped answer is out of view'));
       const boxAfter = await tid('question-input').boundingBox();
       assert.equal(boxAfter.width, boxBefore.width);
     } finally {
