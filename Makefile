@@ -14,7 +14,7 @@ ARTIFACTS := $(CURDIR)/test-artifacts
 
 APT_PKGS := build-essential pkg-config git nlohmann-json3-dev libstb-dev poppler-utils \
             chromium xvfb x11-apps x11-utils xdotool imagemagick libgtk-3-dev libwebkit2gtk-4.1-dev \
-            dbus-daemon gnome-keyring libsecret-tools python3-pip
+            dbus-daemon gnome-keyring libsecret-tools python3-pip cmake ninja-build python3-venv
 
 OLLAMA_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama)
 # miniaudio.h ships in this module; it is fetched by version, not required by go.mod.
@@ -47,7 +47,7 @@ cgo_env = CGO_ENABLED=1 \
 	CGO_CFLAGS="-O3 $(FLAGS_$(1))" CGO_CXXFLAGS="-O3 $(FLAGS_$(1))"
 CGO_ENV = $(call cgo_env,$(VARIANT))
 
-.PHONY: env setup deps headers build lore runner dist models demo test test-go test-web test-e2e test-app bench ui app wails clean
+.PHONY: env setup deps headers build lore runner dist models peers demo test test-go test-web test-e2e test-app bench ui app wails clean
 
 setup: deps headers
 
@@ -91,10 +91,11 @@ demo: setup build models
 # on x86-64, the avx2 fallback too, so that the portable path is exercised on every CPU.
 # LORE_REAL_MODELS=1 when the real models are there: tests on them then fail, instead of skipping, if one
 # cannot be opened.
-test: setup ui build models $(BIN)/ollama
+test: setup ui build models $(BIN)/ollama peers
 	$(if $(filter avx2,$(RUNNER_VARIANTS)),$(MAKE) --no-print-directory runner VARIANT=avx2)
 	$(CGO_ENV) $(GO) vet -tags '$(TAGS)' ./...
-	$(CGO_ENV) LORE_REAL_MODELS=$$(./$(BIN)/lore models fetch >/dev/null 2>&1 && echo 1) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) LORE_OLLAMA=$(CURDIR)/$(BIN)/ollama $(GO) test -tags '$(TAGS)' -count=1 ./...
+	$(CGO_ENV) LORE_REAL_MODELS=$$(./$(BIN)/lore models fetch >/dev/null 2>&1 && echo 1) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) LORE_OLLAMA=$(CURDIR)/$(BIN)/ollama \
+		LORE_LLAMA_CPP_PYTHON=$$(./scripts/llama-cpp-python.sh --path) $(GO) test -tags '$(TAGS)' -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory test-web test-e2e test-app
 
 # Ollama, for the tests of the remote backend against a real server (LORE_OLLAMA): the version
@@ -102,6 +103,14 @@ test: setup ui build models $(BIN)/ollama
 # reuses the llama.cpp they share.
 $(BIN)/ollama: headers
 	$(CGO_ENV) GOBIN=$(CURDIR)/$(BIN) $(GO) install github.com/ollama/ollama@$(shell $(GO) list -m -f '{{.Version}}' github.com/ollama/ollama)
+
+# llama-cpp-python's OpenAI-compatible server, the llama-server-compatible peer of the remote tests
+# (LORE_LLAMA_CPP_PYTHON): pip compiles its llama.cpp from the pinned sdist once, into a venv under
+# ~/.cache/lore/peers (4.4 min of CPU; 6.6 min at nice 19 on a busy 2-core machine), a no-op after.
+# Without PyPI or a compiler it says so in one line and goes on: the tests then skip, naming
+# LORE_LLAMA_CPP_PYTHON (LORE_PEERS_REQUIRED=1 fails them instead).
+peers:
+	@./scripts/llama-cpp-python.sh
 
 # The web UI: frontend/dist, embedded by bin/lore and the desktop app (Node >= 20.19). Rebuilt when a
 # source changed, so targets can depend on it freely.

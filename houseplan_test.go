@@ -1,6 +1,7 @@
 package main
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os/exec"
@@ -37,6 +38,10 @@ func TestHousePlan(t *testing.T) {
 		// layers: they reach nothing of Lore's.
 		{"lore/weights", []string{"lore/"}},
 		{"lore/eval", []string{"lore/"}},
+		// Small helpers shared across the layers (the engine's runner and
+		// the CLI keep stdout for their protocols with internal/stdio):
+		// they reach nothing of Lore's, so any layer may use them.
+		{"lore/internal", []string{"lore/"}},
 	}
 	checked := 0
 	for pkg, ds := range deps {
@@ -57,11 +62,13 @@ func TestHousePlan(t *testing.T) {
 	}
 
 	// The desktop shell and the CLI reach nothing below the app service
-	// but the tools beside it (model files, grading); benchmarks and
+	// but the tools beside it (model files, grading, internal/stdio for
+	// `lore mcp`'s stdout); benchmarks and
 	// test-model tools (bench*.go, synth.go) may.
-	front := map[string]bool{"lore/app": true, "lore/app/server": true, "lore/app/telemetry": true, "lore/frontend": true, "lore/bench": true,
-		"lore/weights": true, "lore/eval": true}
-	for _, dir := range []string{".", "cmd/lore"} {
+	front := map[string]bool{"lore/app": true, "lore/app/server": true, "lore/app/mcp": true, "lore/app/telemetry": true, "lore/frontend": true,
+		"lore/bench": true, "lore/weights": true, "lore/eval": true, "lore/internal/stdio": true}
+	// The MCP server is a front door too: it calls lore/app alone.
+	for _, dir := range []string{".", "cmd/lore", "app/mcp"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, file := range files {
 			base := filepath.Base(file)
@@ -79,5 +86,73 @@ func TestHousePlan(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAppRooms holds app/'s rooms to their doors: the read-ahead's and the
+// prefill meter's state is touched only through their methods (each has
+// its own lock), and the prompt's text markers are used only where the
+// prompt is laid out, so nothing finds a passage or the question by
+// searching a rendered prompt.
+func TestAppRooms(t *testing.T) {
+	fset := token.NewFileSet()
+	files := map[string]*ast.File{}
+	paths, _ := filepath.Glob("app/*.go")
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(p)] = f
+	}
+	// methods of type recv declared in file
+	methods := func(file, recv string) map[string]bool {
+		out := map[string]bool{}
+		for _, d := range files[file].Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil {
+				if st, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok && st.X.(*ast.Ident).Name == recv {
+					out[fd.Name.Name] = true
+				}
+			}
+		}
+		if len(out) == 0 {
+			t.Fatalf("no methods of %s in app/%s: the rooms moved?", recv, file)
+		}
+		return out
+	}
+	rooms := []struct {
+		field, file, recv string // App's field, the file that owns its type, the type
+	}{
+		{"ahead", "readahead.go", "readAhead"},
+		{"prefill", "prefillcost.go", "prefillMeter"},
+	}
+	markers := map[string]bool{"questionMark": true, "sourcesHeading": true, "sourceNumber": true}
+	for name, f := range files {
+		for _, r := range rooms {
+			if name == r.file {
+				continue
+			}
+			ok := methods(r.file, r.recv)
+			ast.Inspect(f, func(n ast.Node) bool {
+				if sel, is := n.(*ast.SelectorExpr); is {
+					if inner, is := sel.X.(*ast.SelectorExpr); is && inner.Sel.Name == r.field && !ok[sel.Sel.Name] {
+						t.Errorf("%s: app/%s reaches into the %s's state (.%s.%s): use its methods", fset.Position(sel.Pos()), name, r.recv, r.field, sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+		if name == "prompt.go" {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, is := n.(*ast.Ident); is && markers[id.Name] {
+				t.Errorf("%s: app/%s uses the prompt's marker %s: lay the prompt out in prompt.go and read its segments", fset.Position(id.Pos()), name, id.Name)
+			}
+			return true
+		})
 	}
 }

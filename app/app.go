@@ -25,15 +25,37 @@ import (
 // one; an OpenAI-compatible HTTP backend could be another.
 type Generator interface {
 	Generate(ctx context.Context, req engine.GenerateRequest, fn func(string) error) (engine.Stats, error)
+	CountTokens(ctx context.Context, text string) (int, error)
+	Template() *engine.Template
+	ID() string
+	Close() error
+}
+
+// localChat is what a chat model that runs in Lore's own runner can do
+// besides answering (engine.Model): its KV cache is within reach. A remote
+// model has none of it.
+type localChat interface {
+	Generator
+	// Warm reads prefix (the system prompt) into the answer sequence, or
+	// restores it from a saved state.
 	Warm(ctx context.Context, prefix string) (engine.Stats, error)
-	Tokenize(ctx context.Context, text string, special bool) ([]int, error)
 	// Prefetch reads text into the speculative sequence at background
 	// priority, for a Generate that starts with it to adopt.
 	Prefetch(ctx context.Context, text string) (engine.Stats, error)
-	Template() *engine.Template
-	Info() engine.Info
-	ID() string
-	Close() error
+	// TrimSeq cuts a sequence back to its first keep cells.
+	TrimSeq(ctx context.Context, seq, keep int) error
+	// Reserve keeps background work off while a question gets ready.
+	Reserve(ctx context.Context) (release func())
+	// CachePassage saves a passage's KV, evaluated after prefix.
+	CachePassage(ctx context.Context, prefix, passage string) (engine.Stats, error)
+}
+
+var _ localChat = (*engine.Model)(nil)
+
+// local is g's local capabilities (nil: g is remote).
+func local(g Generator) localChat {
+	l, _ := g.(localChat)
+	return l
 }
 
 // Embedder turns texts into normalised vectors.
@@ -108,32 +130,37 @@ type App struct {
 	log *slog.Logger
 	// passages waiting to have their KV saved (its own lock)
 	passages passageQueue
+	ahead    *readAhead    // reading the prompt ahead while the user types (its own lock)
+	prefill  *prefillMeter // what the chat models' prompt reading measured (its own lock)
+	kv       *kv.Store     // saved KV states (the warm system prefix, passages), RAM and disk
+	runs     runs          // the questions in flight (its own lock)
+	// passages' token counts per chat model (its own lock)
+	tokenCounts tokenCounts
 
 	mu       sync.Mutex // guards everything below
 	settings Settings
-	stored   Settings                // what the data folder holds: settings without this run's flags
-	cur      *models                 // the models questions start with now
-	retired  []*models               // replaced sets still held by a question, oldest first
-	prefill  map[string]float64      // measured prefill tokens/s (EWMA) per chat model, for routes and ETAs
-	cost     map[string]*prefillCost // per chat model, for the tokens read after Enter
-	rerankMs map[string]float64      // measured rerank cost per candidate (EWMA) per reranker
-	inflight map[string]*run
-	// tokenCounts remembers passages' token counts per chat model.
-	tokenCounts map[string]int
-	spec        *speculation // what the speculative sequence holds
-	answered    *heldLayout  // what the answer sequence holds, after the last question
-	drafts      int          // prefetches received: the newest one wins
-	asks        int          // questions asked: a draft still retrieving when one comes is too late
-	// untilAsk ends (endDrafts, cause engine.ErrSuperseded) when a question
-	// is asked: the drafts' model work still waiting then would only run
-	// after the answer, and undo it (the answer sequence trimmed).
-	untilAsk   context.Context
-	endDrafts  context.CancelCauseFunc
-	prefetched map[string]time.Time // each client's last prefetch
-	warmed     WarmInfo             // the chat model's last warm-up
-	kv         *kv.Store            // saved KV states (the warm system prefix, passages), RAM and disk
+	stored   Settings           // what the data folder holds: settings without this run's flags
+	cur      *models            // the models questions start with now
+	retired  []*models          // replaced sets still held by a question, oldest first
+	rerankMs map[string]float64 // measured rerank cost per candidate (EWMA) per reranker
+	warmed   WarmInfo           // the chat model's last warm-up
 
 	jobs *jobs
+
+	// life ends at Close; tasks are the goroutines started with spawn,
+	// which Close waits for.
+	life  context.Context
+	end   context.CancelFunc
+	tasks sync.WaitGroup
+}
+
+// spawn runs f in a goroutine the app owns: its context ends at Close,
+// which waits for it to return.
+func (a *App) spawn(f func(ctx context.Context)) {
+	if a.life.Err() != nil {
+		return // closed
+	}
+	a.tasks.Go(func() { f(a.life) })
 }
 
 // DefaultDataDir is $LORE_DATA, else the OS's per-user data folder.
@@ -183,15 +210,20 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, db: db, log: cfg.Logger, inflight: map[string]*run{}, tokenCounts: map[string]int{}, prefetched: map[string]time.Time{},
-		prefill: map[string]float64{}, cost: map[string]*prefillCost{}, rerankMs: map[string]float64{}}
-	a.untilAsk, a.endDrafts = context.WithCancelCause(context.Background())
+	a := &App{cfg: cfg, db: db, log: cfg.Logger, runs: runs{capacity: cfg.QueueCapacity, byID: map[string]*run{}},
+		rerankMs: map[string]float64{}}
+	a.life, a.end = context.WithCancel(context.Background())
+	a.ahead = newReadAhead(a.life)
 	if a.settings, err = loadSettings(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
 	a.stored = a.settings
-	cfg.runOnly(&a.settings, nil)
+	if a.prefill, err = newPrefillMeter(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	cfg.runOnly(&a.settings)
 	if err := a.settings.validate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -235,7 +267,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}
 	if cfg.Warm {
-		go a.warm(a.cur)
+		m := a.cur
+		a.spawn(func(ctx context.Context) { a.warm(ctx, m) })
 	} else {
 		close(a.cur.warmed)
 	}
@@ -280,8 +313,10 @@ func (a *App) Close() error {
 	sets := append(a.retired, a.cur)
 	a.retired, a.cur = nil, nil
 	a.mu.Unlock()
+	a.end() // the warm-ups and read-ahead stop; the runners' end stops what ignores it
 	for _, m := range sets {
 		m.closeAll()
 	}
+	a.tasks.Wait()
 	return a.db.Close()
 }

@@ -28,6 +28,9 @@ type AskRequest struct {
 	// ClientID is a front door's own name for the request (the desktop's
 	// event channel): Cancel accepts it too.
 	ClientID string `json:"client_id,omitempty"`
+	// Client names the program that asked (an MCP client's name), for the
+	// trace; front doors set it, never the request's own JSON.
+	Client string `json:"-"`
 	// Route picks the chat model: auto (the default: the router's rules,
 	// see pickRoute), main or fast.
 	Route string `json:"route,omitempty"`
@@ -59,12 +62,8 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 		return nil, err
 	}
 	defer x.release()
-	a.mu.Lock()
-	a.asks++ // drafts still retrieving are too late now (Prefetch)
-	a.endDrafts(engine.ErrSuperseded)
-	a.untilAsk, a.endDrafts = context.WithCancelCause(context.Background())
-	a.mu.Unlock()
-	if r, ok := x.m.chat.(reserver); ok {
+	a.ahead.asked()
+	if r := local(x.m.chat); r != nil {
 		// Reading ahead stops now, not when the answer starts: on a
 		// small CPU it would slow the question's embedding severalfold.
 		defer r.Reserve(ctx)()
@@ -72,12 +71,6 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 	err = x.run(x.start, x.openChat, x.retrieve, x.rerank, x.assemble, x.generate)
 	x.finish(err)
 	return x.t, err
-}
-
-// reserver is a model that can keep its background work off while a
-// question gets ready (engine.Model.Reserve).
-type reserver interface {
-	Reserve(ctx context.Context) (release func())
 }
 
 // ask is one question on its way through the pipeline's stages.
@@ -115,14 +108,10 @@ type ask struct {
 // nothing) and takes a place in the queue.
 func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, error) {
 	q := strings.TrimSpace(req.Question)
-	switch {
-	case q == "":
-		return nil, fmt.Errorf("%w: empty question", ErrInvalid)
-	case !utf8.ValidString(q):
-		return nil, fmt.Errorf("%w: the question is not valid UTF-8 text", ErrInvalid)
-	case len(q) > MaxQuestion:
-		return nil, fmt.Errorf("%w: question too long (%d bytes, at most %d)", ErrInvalid, len(q), MaxQuestion)
-	case req.ChatID < 0:
+	if err := CheckText("question", q, MaxQuestion); err != nil {
+		return nil, err
+	}
+	if req.ChatID < 0 {
 		return nil, fmt.Errorf("%w: bad chat id", ErrInvalid)
 	}
 	if err := a.checkRoute(req.Route); err != nil {
@@ -137,7 +126,7 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 			return nil, err
 		}
 	}
-	t := &Trace{RequestID: req.RequestID, Question: q, Received: req.Received, WorkspaceID: ws.ID, ChatID: req.ChatID}
+	t := &Trace{RequestID: req.RequestID, Question: q, Received: req.Received, WorkspaceID: ws.ID, ChatID: req.ChatID, Client: req.Client}
 	if t.RequestID == "" {
 		t.RequestID = NewRequestID()
 	}
@@ -145,7 +134,7 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 		t.Received = time.Now()
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-	if err := a.admit(t.RequestID, req.ClientID, cancel); err != nil {
+	if err := a.runs.admit(t.RequestID, req.ClientID, cancel); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -204,7 +193,7 @@ func (x *ask) stage(name, state string, detail map[string]any) error {
 	return x.send(ev)
 }
 
-func (x *ask) degrade(level int, reason string) {
+func (x *ask) degrade(level Fallback, reason string) {
 	x.t.FallbackLevel = max(x.t.FallbackLevel, level)
 	x.reasons = append(x.reasons, reason)
 }
@@ -341,7 +330,7 @@ func (x *ask) retrieve() error {
 	x.res = res
 	x.t.EmbedCacheHit, x.t.EmbedLookup, x.t.RetrievalCacheHit, x.t.RetrievalMode = res.EmbedCacheHit, res.EmbedLookup, res.CacheHit, res.Mode
 	if res.Mode == retrieve.ModeBM25 {
-		x.degrade(2, "BM25 only: "+res.Degraded)
+		x.degrade(FallbackBM25, "BM25 only: "+res.Degraded)
 	}
 	return x.stage(StageRetrieval, stageDone, map[string]any{"sources": len(res.Passages), "mode": res.Mode})
 }
@@ -360,10 +349,14 @@ func (x *ask) rerank() error {
 	cost := func(r Reranker) float64 { return x.a.rerankCost(r.ID()) * float64(k) }
 	switch {
 	case rr == nil:
-		x.degrade(1, "rerank skipped: no rerank model")
+		x.degrade(FallbackRerank, "rerank skipped: no rerank model")
+		x.rec.skip(StageRerank, "no rerank model")
 	case k == 0:
+		x.rec.skip(StageRerank, "nothing to rerank")
 	case x.s.RerankBudgetMs > 0 && cost(rr) > float64(x.s.RerankBudgetMs):
-		x.degrade(1, fmt.Sprintf("rerank skipped: %d candidates would take ~%.0f ms, over the %d ms budget", k, cost(rr), x.s.RerankBudgetMs))
+		why := fmt.Sprintf("%d candidates would take ~%.0f ms, over the %d ms budget", k, cost(rr), x.s.RerankBudgetMs)
+		x.degrade(FallbackRerank, "rerank skipped: "+why)
+		x.rec.skip(StageRerank, why)
 	default:
 		x.stage(StageRerank, stageStart, map[string]any{"candidates": k})
 		start := time.Now()
@@ -376,7 +369,7 @@ func (x *ask) rerank() error {
 		}
 		x.rec.add(StageRerank, start, time.Now())
 		if err != nil {
-			x.degrade(1, "rerank failed: "+err.Error())
+			x.degrade(FallbackRerank, "rerank failed: "+err.Error())
 		}
 		return x.stage(StageRerank, stageDone, nil)
 	}
@@ -392,23 +385,23 @@ func (x *ask) rerankLocally(k int, rr Reranker, failed error, spent time.Duratio
 	local := x.m.rerankFallback
 	x.t.RerankRoute = "none (fallback from " + rr.ID() + ")"
 	if local == nil {
-		x.degrade(1, "rerank skipped: remote rerank unavailable (no local rerank model to fall back to): "+failed.Error())
+		x.degrade(FallbackRerank, "rerank skipped: remote rerank unavailable (no local rerank model to fall back to): "+failed.Error())
 		return nil
 	}
 	if x.s.RerankBudgetMs > 0 {
 		cost, left := x.a.rerankCost(local.ID())*float64(k), float64(x.s.RerankBudgetMs)-ms(spent)
 		switch {
 		case left <= 0:
-			x.degrade(1, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) after %.0f ms: nothing left of the %d ms budget for the local one",
+			x.degrade(FallbackRerank, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) after %.0f ms: nothing left of the %d ms budget for the local one",
 				failed, ms(spent), x.s.RerankBudgetMs))
 			return nil
 		case cost > left:
-			x.degrade(1, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) after %.0f ms, and the local one would take ~%.0f ms, over the %.0f ms left of the %d ms budget",
+			x.degrade(FallbackRerank, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) after %.0f ms, and the local one would take ~%.0f ms, over the %.0f ms left of the %d ms budget",
 				failed, ms(spent), cost, left, x.s.RerankBudgetMs))
 			return nil
 		}
 	}
-	x.degrade(1, "remote rerank unavailable, the local reranker ran: "+failed.Error())
+	x.degrade(FallbackRerank, "remote rerank unavailable, the local reranker ran: "+failed.Error())
 	d, err := x.m.retriever.Rerank(x.ctx, local, x.q, &x.res, k)
 	if err != nil {
 		return err
@@ -424,7 +417,7 @@ func (x *ask) assemble() error {
 	x.stage(StageAssemble, stageStart, nil)
 	start := time.Now()
 	if x.gen != nil {
-		x.t.ContextBudget = x.a.contextBudget(x.s)
+		x.t.ContextBudget, x.t.ContextBudgetFrom = x.a.contextBudget(x.s)
 		p, err := x.a.assemble(x.ctx, x.gen, x.history, x.q, passages, x.t.ContextBudget, x.reuse(x.gen))
 		if err != nil {
 			return err
@@ -439,14 +432,14 @@ func (x *ask) assemble() error {
 				}
 			}
 		}
-		x.prompt, x.passages, x.parts, x.laid = p.text, p.passages, p.parts, p
+		x.prompt, x.passages, x.parts, x.laid = p.text(), p.passages, p.parts(), p
 		x.t.StalePassages, x.t.LatePassages, x.t.Cut = p.stale, p.late, p.cut
 		for _, q := range p.turn {
 			x.t.TurnPassages = append(x.t.TurnPassages, q.ChunkID)
 		}
 	} else {
 		x.passages = passages
-		x.degrade(3, "no generation model: extractive answer")
+		x.degrade(FallbackExtractive, "no generation model: extractive answer")
 	}
 	x.rec.add(StageAssemble, start, time.Now())
 	x.t.ContextChunks = len(x.passages)
@@ -592,6 +585,9 @@ func (x *ask) finish(err error) {
 	if _, ok := t.Stages[StageTotal]; !ok {
 		x.rec.set(StageTotal, x.rec.since(time.Now()), 0)
 	}
+	for _, name := range seedStages {
+		x.rec.skip(name, x.skipReason(err))
+	}
 	if err != nil {
 		t.Error = err.Error()
 		if errors.Is(err, context.Canceled) || errors.Is(x.ctx.Err(), context.Canceled) {
@@ -603,7 +599,7 @@ func (x *ask) finish(err error) {
 	x.storeTurn(ctx)
 	// The UI's report usually comes before the trace is stored; one that
 	// comes while it is being stored is applied after.
-	ui := x.a.pendingUI(t.RequestID)
+	ui := x.a.runs.pendingUI(t.RequestID)
 	for {
 		if ui != nil {
 			setUI(t, ui[0], ui[1])
@@ -611,7 +607,7 @@ func (x *ask) finish(err error) {
 		if err := x.a.saveTrace(ctx, t); err != nil {
 			x.a.log.Error("store trace", "request", t.RequestID, "err", err)
 		}
-		late := x.a.retire(t.RequestID)
+		late := x.a.runs.retire(t.RequestID)
 		if late == ui {
 			break
 		}
@@ -623,6 +619,18 @@ func (x *ask) finish(err error) {
 	if err == nil || t.StopReason == "cancel" {
 		x.send(Done{t})
 	}
+}
+
+// skipReason is why a stage of the question's path did not run, when the
+// stage itself did not say.
+func (x *ask) skipReason(err error) string {
+	switch {
+	case err != nil:
+		return "the question ended before it"
+	case x.gen == nil:
+		return "no chat model: extractive answer"
+	}
+	return "not needed for this question"
 }
 
 // storeTurn keeps the turn with its chat: the passages the question's turn
@@ -670,7 +678,7 @@ func (x *ask) storeTurn(ctx context.Context) {
 func (x *ask) noteSupport() {
 	texts := make([]string, len(x.passages))
 	for i, p := range x.passages {
-		texts[i] = strings.TrimPrefix(sourceBlock(i+1, p), sourceNumber(i+1))
+		texts[i] = sourceBody(p)
 	}
 	s := CheckSupport(x.answer.String(), texts)
 	t := x.t
@@ -684,7 +692,7 @@ func (a *App) saveTrace(ctx context.Context, t *Trace) error {
 	}
 	return a.db.PutTrace(ctx, store.TraceRecord{RequestID: t.RequestID, WorkspaceID: t.WorkspaceID,
 		Created: t.Received, TTFTms: t.Stages[StageTTFT], TotalMs: t.Stages[StageTotal],
-		FallbackLevel: t.FallbackLevel, PromptTokens: t.PromptTokens, Stages: t.Stages, JSON: b})
+		FallbackLevel: int(t.FallbackLevel), PromptTokens: t.PromptTokens, Stages: t.Stages, JSON: b})
 }
 
 func toSources(ps []retrieve.Passage) Sources {

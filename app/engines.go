@@ -222,7 +222,7 @@ func (a *App) switchModels(s Settings) error {
 	old.refs++ // let it go through let, which closes what no one holds
 	a.mu.Unlock()
 	a.let(old)
-	go a.warm(&next)
+	a.spawn(func(ctx context.Context) { a.warm(ctx, &next) })
 	return nil
 }
 
@@ -245,18 +245,17 @@ func (a *App) current() *models {
 // (the main model's, then the fast one's: each route keeps its own), so
 // the first question pays for neither. Their prefill speeds seed the
 // estimates.
-func (a *App) warm(m *models) {
+func (a *App) warm(ctx context.Context, m *models) {
 	defer close(m.warmed)
-	ctx := context.Background()
 	// The embedding and rerank runners too, so the first question's query
 	// embedding does not pay for loading a model.
 	for _, e := range []any{m.embed, m.rerank, m.rerankFallback, m.fallback} {
 		if s, ok := e.(interface{ Start(context.Context) error }); ok {
-			go func() {
-				if err := s.Start(engine.WithPriority(ctx, engine.Background)); err != nil {
+			a.spawn(func(ctx context.Context) {
+				if err := s.Start(engine.WithPriority(ctx, engine.Background)); err != nil && ctx.Err() == nil {
 					a.log.Warn("model start failed", "err", err)
 				}
-			}()
+			})
 		}
 	}
 	if m.chat == nil {
@@ -279,8 +278,12 @@ func (a *App) warmChat(ctx context.Context, g Generator) (WarmInfo, bool) {
 		a.log.Warn("system prefix", "model", g.ID(), "err", err)
 		return WarmInfo{}, false
 	}
+	wm := local(g)
+	if wm == nil {
+		return WarmInfo{}, false // a remote model: its server's cache is its own
+	}
 	start := time.Now()
-	st, err := g.Warm(engine.WithPriority(ctx, engine.Interactive), prefix)
+	st, err := wm.Warm(engine.WithPriority(ctx, engine.Interactive), prefix)
 	if err != nil {
 		a.log.Warn("warm chat model", "model", g.ID(), "err", err)
 		return WarmInfo{}, false
@@ -325,33 +328,13 @@ func (a *App) WaitWarm(ctx context.Context) error {
 
 // notePrefill records that model read tokens from position start in ms.
 func (a *App) notePrefill(model string, start, tokens int, ms float64) {
-	if tokens < 16 || ms <= 0 {
-		return
+	if err := a.prefill.note(a.life, model, start, tokens, ms); err != nil {
+		a.log.Warn("prefill speed", "model", model, "err", err)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.prefill[model] = ewma(a.prefill[model], float64(tokens)/(ms/1000))
-	c := a.cost[model]
-	if c == nil {
-		c = &prefillCost{}
-		a.cost[model] = c
-	}
-	c.add(start, tokens, ms)
-}
-
-// readable is how many prompt tokens from position start model reads in
-// ms, by what it measured (-1: unknown).
-func (a *App) readable(model string, start int, ms float64) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c := a.cost[model]; c != nil {
-		return c.tokens(start, ms)
-	}
-	return -1
 }
 
 // PrefillSpeed is the main chat model's measured prompt-reading speed in
-// tokens/s (0 if unknown).
+// tokens/s (0 if unknown), in this run or an earlier one on this machine.
 func (a *App) PrefillSpeed() float64 {
 	m := a.current()
 	if m.chat == nil {
@@ -361,9 +344,8 @@ func (a *App) PrefillSpeed() float64 {
 }
 
 func (a *App) prefillSpeed(model string) float64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.prefill[model]
+	s, _ := a.prefill.tokS(model)
+	return s
 }
 
 // rerankCost is the measured milliseconds per reranked candidate of the

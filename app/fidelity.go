@@ -80,12 +80,8 @@ func (a *App) MeasureFidelity(ctx context.Context, req FidelityRequest) (Fidelit
 	}
 	m, let := a.hold()
 	defer let()
-	type localChat interface {
-		passageCacher
-		TrimSeq(ctx context.Context, seq, keep int) error
-	}
-	chat, ok := m.chat.(localChat)
-	if !ok {
+	chat := local(m.chat)
+	if chat == nil {
 		return Fidelity{}, errors.New("fidelity: needs a local chat model")
 	}
 	prefix, err := passagePrefix(m.chat.Template())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sync"
 )
 
 // run is a question being answered, in the one registry every front door
@@ -15,33 +16,40 @@ type run struct {
 	ui     *[2]float64 // the UI's TTFT report, if it came before the trace was stored
 }
 
+// runs are the questions in flight, by request id (their own lock).
+type runs struct {
+	mu       sync.Mutex
+	capacity int // questions waiting besides the one answered
+	byID     map[string]*run
+}
+
 var clientIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
 
 // admit registers a question, or refuses it at once when the queue is full
-// (one being answered plus QueueCapacity waiting) or its client id is taken.
-func (a *App) admit(id, client string, cancel context.CancelFunc) error {
+// (one being answered plus capacity waiting) or its client id is taken.
+func (rs *runs) admit(id, client string, cancel context.CancelFunc) error {
 	if client != "" && !clientIDRe.MatchString(client) {
 		return fmt.Errorf("%w: client_id must be 8–64 letters, digits, dashes or underscores", ErrInvalid)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.inflight) > a.cfg.QueueCapacity {
-		return fmt.Errorf("%w: %d questions are already waiting", ErrBusy, a.cfg.QueueCapacity)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.byID) > rs.capacity {
+		return fmt.Errorf("%w: %d questions are already waiting", ErrBusy, rs.capacity)
 	}
-	for _, r := range a.inflight {
+	for _, r := range rs.byID {
 		if client != "" && r.client == client {
 			return fmt.Errorf("%w: client_id %s is already in use", ErrInvalid, client)
 		}
 	}
-	a.inflight[id] = &run{cancel: cancel, client: client}
+	rs.byID[id] = &run{cancel: cancel, client: client}
 	return nil
 }
 
 // pendingUI is the UI report that came for a question in flight, if any.
-func (a *App) pendingUI(id string) *[2]float64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if r := a.inflight[id]; r != nil {
+func (rs *runs) pendingUI(id string) *[2]float64 {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r := rs.byID[id]; r != nil {
 		return r.ui
 	}
 	return nil
@@ -49,23 +57,35 @@ func (a *App) pendingUI(id string) *[2]float64 {
 
 // retire removes a finished question and returns the UI report that came
 // for it meanwhile.
-func (a *App) retire(id string) *[2]float64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r := a.inflight[id]
-	delete(a.inflight, id)
+func (rs *runs) retire(id string) *[2]float64 {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.byID[id]
+	delete(rs.byID, id)
 	if r == nil {
 		return nil
 	}
 	return r.ui
 }
 
+// reportUI keeps the UI's report for a question in flight (false: none is).
+func (rs *runs) reportUI(id string, ui [2]float64) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.byID[id]; ok {
+		r.ui = &ui
+		return true
+	}
+	return false
+}
+
 // Cancel stops a question being answered, by its request id or the client
 // id its front door gave.
 func (a *App) Cancel(id string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for rid, r := range a.inflight {
+	rs := &a.runs
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for rid, r := range rs.byID {
 		if rid == id || r.client != "" && r.client == id {
 			r.cancel()
 			return nil
@@ -82,13 +102,9 @@ func (a *App) ReportUI(ctx context.Context, id string, uiTTFT, paint float64) er
 	}
 	// The UI reports as soon as it paints the first token, usually before
 	// the answer (and so its trace) is finished: keep it until then.
-	a.mu.Lock()
-	if r, ok := a.inflight[id]; ok {
-		r.ui = &[2]float64{uiTTFT, paint}
-		a.mu.Unlock()
+	if a.runs.reportUI(id, [2]float64{uiTTFT, paint}) {
 		return nil
 	}
-	a.mu.Unlock()
 	t, err := a.Trace(ctx, id)
 	if err != nil {
 		return err

@@ -152,44 +152,6 @@ func (a *App) RemoveFolder(ctx context.Context, workspace, path string) error {
 	return a.current().retriever.Refresh(ctx, ws.ID)
 }
 
-// ErrOutsideLibrary refuses access to files outside a workspace's folders.
-var ErrOutsideLibrary = errors.New("file is outside the workspace's folders")
-
-// SourcePath returns the file behind a chunk, after checking that it lies
-// inside one of its workspace's folders (symlinks resolved), so no caller
-// can use it to reach an arbitrary path.
-func (a *App) SourcePath(ctx context.Context, chunkID int64) (string, error) {
-	hits, err := a.db.ChunkTexts(ctx, []int64{chunkID})
-	if err != nil {
-		return "", err
-	}
-	if len(hits) == 0 {
-		return "", fmt.Errorf("chunk %d: %w", chunkID, ErrNotFound)
-	}
-	doc, err := a.db.Document(ctx, hits[0].DocumentID)
-	if err != nil {
-		return "", translate(err, "document of chunk %d", chunkID)
-	}
-	folders, err := a.db.Folders(ctx, doc.WorkspaceID)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(doc.Path)
-	if err != nil {
-		return "", fmt.Errorf("source %s: %w", doc.Path, err)
-	}
-	for _, f := range folders {
-		root, err := filepath.EvalSymlinks(f.Path)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(root, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return real, nil
-		}
-	}
-	return "", ErrOutsideLibrary
-}
-
 // Phases of an indexing run, in order.
 const (
 	PhaseScan  = ingest.PhaseScan
@@ -275,6 +237,9 @@ type SearchResult struct {
 
 // Search retrieves passages for a query without generating (lore search).
 func (a *App) Search(ctx context.Context, workspace, query string, opt SearchOptions) (SearchResult, error) {
+	if err := CheckText("query", query, MaxQuestion); err != nil {
+		return SearchResult{}, err
+	}
 	ws, err := a.lookup(ctx, workspace)
 	if err != nil {
 		return SearchResult{}, err

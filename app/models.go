@@ -8,7 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+
+	ollamaname "github.com/ollama/ollama/types/model"
 
 	"lore/engine"
 	"lore/engine/cpu"
@@ -28,50 +33,39 @@ type ModelFile struct {
 	ContextLength uint64 `json:"context_length"`
 	RAMEstimate   uint64 `json:"ram_estimate"`
 	FitsInRAM     bool   `json:"fits_in_ram"`
-	Kind          string `json:"kind"` // chat, embedding, rerank
+	Kind          string `json:"kind"` // chat, embedding, rerank, projector (a vision model's mmproj)
 	Error         string `json:"error,omitempty"`
 }
 
 // Models lists the GGUF models in Lore's models folder, Ollama's store, and
-// LM Studio's and Hugging Face's caches. Headers are validated, never loaded.
+// LM Studio's and Hugging Face's caches (modelStores says where each is
+// looked for). Headers are validated, never loaded. A file reached by more
+// than one path (a symlink, a Hugging Face snapshot) is listed once, under
+// the first.
 func (a *App) Models(ctx context.Context) ([]ModelFile, error) {
-	home, _ := os.UserHomeDir()
 	avail := availableRAM()
 	var out []ModelFile
 	seen := map[string]bool{}
-	add := func(path, name, source string) {
-		real, err := filepath.EvalSymlinks(path)
+	add := func(f foundModel) {
+		real, err := filepath.EvalSymlinks(f.path)
 		if err != nil || seen[real] {
 			return
 		}
 		seen[real] = true
-		out = append(out, describeModel(path, name, source, avail))
+		out = append(out, describeModel(f.path, f.name, f.source, avail))
 	}
-	scanGGUF := func(root, source string) {
-		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || ctx.Err() != nil {
-				return fs.SkipDir
-			}
-			if !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".gguf") {
-				add(p, strings.TrimSuffix(d.Name(), filepath.Ext(d.Name())), source)
-			}
-			return nil
-		})
-	}
-	scanGGUF(filepath.Join(a.cfg.DataDir, "models"), "lore")
+	lore := []string{filepath.Join(a.cfg.DataDir, "models")}
 	if d, err := weights.Dir(); err == nil {
-		scanGGUF(d, "lore") // `lore models fetch`
+		lore = append(lore, d) // `lore models fetch`
 	}
-	for _, m := range ollamaModels(filepath.Join(home, ".ollama", "models")) {
-		add(m[0], m[1], "ollama")
+	home, _ := os.UserHomeDir()
+	for _, f := range findModels(ctx, lore, modelStores(home, os.Getenv)) {
+		add(f)
 	}
-	scanGGUF(filepath.Join(home, ".lmstudio", "models"), "lmstudio")
-	scanGGUF(filepath.Join(home, ".cache", "lm-studio", "models"), "lmstudio")
-	scanGGUF(filepath.Join(home, ".cache", "huggingface", "hub"), "huggingface")
 	s := a.Settings()
 	for _, p := range []string{s.ChatModel, s.EmbedModel, s.RerankModel, s.FastChatModel, s.DraftModel} {
 		if p != "" {
-			add(p, strings.TrimSuffix(filepath.Base(p), ".gguf"), "settings")
+			add(foundModel{p, strings.TrimSuffix(filepath.Base(p), ".gguf"), "settings"})
 		}
 	}
 	if out == nil {
@@ -93,6 +87,8 @@ func describeModel(path, name, source string, avail uint64) ModelFile {
 	m.RAMEstimate = in.EstimateRAM(4096)
 	m.FitsInRAM = avail == 0 || m.RAMEstimate < avail
 	switch {
+	case in.Architecture == "clip":
+		m.Kind = "projector" // a vision model's mmproj file, beside its LLM: not a chat model
 	case in.PoolingType == gguf.PoolingRank:
 		m.Kind = "rerank"
 	case in.PoolingType > gguf.PoolingNone:
@@ -103,11 +99,194 @@ func describeModel(path, name, source string, avail uint64) ModelFile {
 	return m
 }
 
-// ollamaModels maps Ollama's manifests to their model blobs: [path, name].
-func ollamaModels(root string) [][2]string {
-	var out [][2]string
+// stores are the folders other apps keep GGUF models in. Each list may
+// name folders that do not exist.
+type stores struct {
+	Ollama      []string // models folders: manifests/ and blobs/
+	LMStudio    []string // models folders: <publisher>/<repo>/<file>.gguf
+	HuggingFace []string // hub caches: models--<org>--<repo>/snapshots/<rev>/<file>.gguf
+}
+
+// modelStores says where Ollama, LM Studio and Hugging Face keep models:
+// the folders the environment (getenv) names, read the way each tool reads
+// it, and the default folders under home besides, since Lore may not run
+// with the environment the tool ran with:
+//
+//   - Ollama: $OLLAMA_MODELS, ~/.ollama/models, and the Linux service's
+//     /usr/share/ollama/.ollama/models.
+//   - LM Studio: the home named in ~/.lmstudio-home-pointer, ~/.lmstudio and
+//     the older ~/.cache/lm-studio, each with models/ and the
+//     downloadsFolder set in its settings.json.
+//   - Hugging Face: $HF_HUB_CACHE, $HUGGINGFACE_HUB_CACHE (older), $HF_HOME/hub,
+//     $XDG_CACHE_HOME/huggingface/hub and ~/.cache/huggingface/hub.
+func modelStores(home string, getenv func(string) string) stores {
+	var s stores
+	under := func(base string, elem ...string) string {
+		if base == "" {
+			return ""
+		}
+		return filepath.Join(append([]string{base}, elem...)...)
+	}
+	s.Ollama = compact(getenv("OLLAMA_MODELS"), under(home, ".ollama", "models"))
+	if runtime.GOOS == "linux" {
+		s.Ollama = compact(append(s.Ollama, "/usr/share/ollama/.ollama/models")...)
+	}
+
+	var lmHomes []string
+	if b, err := os.ReadFile(under(home, ".lmstudio-home-pointer")); err == nil {
+		lmHomes = append(lmHomes, strings.TrimSpace(string(b)))
+	}
+	lmHomes = compact(append(lmHomes, under(home, ".lmstudio"), under(home, ".cache", "lm-studio"))...)
+	for _, h := range lmHomes {
+		s.LMStudio = append(s.LMStudio, filepath.Join(h, "models"))
+		var set struct {
+			DownloadsFolder string `json:"downloadsFolder"`
+		}
+		if b, err := os.ReadFile(filepath.Join(h, "settings.json")); err == nil && json.Unmarshal(b, &set) == nil {
+			s.LMStudio = append(s.LMStudio, set.DownloadsFolder)
+		}
+	}
+	s.LMStudio = compact(s.LMStudio...)
+
+	s.HuggingFace = compact(getenv("HF_HUB_CACHE"), getenv("HUGGINGFACE_HUB_CACHE"), under(getenv("HF_HOME"), "hub"),
+		under(getenv("XDG_CACHE_HOME"), "huggingface", "hub"), under(home, ".cache", "huggingface", "hub"))
+	return s
+}
+
+// compact cleans the folders and drops empty, relative and repeated ones,
+// keeping the order.
+func compact(dirs ...string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d != "" && filepath.IsAbs(d) && !slices.Contains(out, filepath.Clean(d)) {
+			out = append(out, filepath.Clean(d))
+		}
+	}
+	return out
+}
+
+// foundModel is a GGUF file found in a store, with the name that store
+// gives it.
+type foundModel struct{ path, name, source string }
+
+// findModels lists the GGUF files in Lore's folders (named by file) and in
+// the stores (named as each tool names them: Ollama name:tag, LM Studio
+// publisher/repo, Hugging Face org/repo; a folder holding several GGUF
+// files adds the file's name).
+func findModels(ctx context.Context, lore []string, s stores) []foundModel {
+	var out []foundModel
+	for _, d := range lore {
+		walkGGUF(ctx, d, func(p string) {
+			out = append(out, foundModel{p, strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)), "lore"})
+		})
+	}
+	for _, d := range s.Ollama {
+		out = append(out, ollamaModels(ctx, d)...)
+	}
+	for _, d := range s.LMStudio {
+		walkGGUF(ctx, d, func(p string) {
+			out = append(out, foundModel{p, repoName(d, p), "lmstudio"})
+		})
+	}
+	for _, d := range s.HuggingFace {
+		out = append(out, huggingFaceModels(ctx, d)...)
+	}
+	return out
+}
+
+// walkGGUF calls fn for each *.gguf file under root (symlinks to files
+// included; symlinked folders are not followed), leaving out the later
+// parts of split models.
+func walkGGUF(ctx context.Context, root string, fn func(path string)) {
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return fs.SkipAll
+		}
+		if err != nil {
+			return nil // an entry that cannot be read, or a folder that cannot be listed: left out
+		}
+		if !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".gguf") && !laterSplit(d.Name()) {
+			fn(p)
+		}
+		return nil
+	})
+}
+
+// laterSplit reports whether a file is the second or a later part of a
+// model llama.cpp split into several (NAME-00002-of-00003.gguf): the first
+// part is the model, llama.cpp loads the others with it.
+func laterSplit(name string) bool {
+	stem := strings.TrimSuffix(name, filepath.Ext(name))
+	i := strings.LastIndex(stem, "-of-")
+	if i < 6 || stem[i-6] != '-' {
+		return false
+	}
+	n, err := strconv.Atoi(stem[i-5 : i])
+	return err == nil && n > 1
+}
+
+// repoName names the file at path under an LM Studio models folder root:
+// publisher/repo, with the file's name added where the folder holds more
+// than one GGUF file (several quantisations, a vision projector).
+func repoName(root, path string) string {
+	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	rel, err := filepath.Rel(root, filepath.Dir(path))
+	if err != nil || rel == "." {
+		return stem
+	}
+	name := filepath.ToSlash(rel)
+	if ggufFiles(filepath.Dir(path)) > 1 {
+		name += "/" + stem
+	}
+	return name
+}
+
+func ggufFiles(dir string) int {
+	es, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range es {
+		if strings.EqualFold(filepath.Ext(e.Name()), ".gguf") && !laterSplit(e.Name()) {
+			n++
+		}
+	}
+	return n
+}
+
+// huggingFaceModels lists the GGUF files in a Hugging Face hub cache:
+// hub/models--<org>--<repo>/snapshots/<revision>/<path>.gguf, each usually a
+// symlink to ../../blobs/<hash>. They are named org/repo (Hugging Face
+// does not allow "--" in names, so the folder's name splits cleanly), with
+// the file's name added where the snapshot folder holds several.
+func huggingFaceModels(ctx context.Context, hub string) []foundModel {
+	repos, _ := filepath.Glob(filepath.Join(hub, "models--*"))
+	var out []foundModel
+	for _, r := range repos {
+		repo := strings.ReplaceAll(strings.TrimPrefix(filepath.Base(r), "models--"), "--", "/")
+		snaps, _ := os.ReadDir(filepath.Join(r, "snapshots"))
+		for _, snap := range snaps {
+			dir := filepath.Join(r, "snapshots", snap.Name())
+			walkGGUF(ctx, dir, func(p string) {
+				name := repo
+				if rel, _ := filepath.Rel(dir, p); ggufFiles(filepath.Dir(p)) > 1 || filepath.Dir(rel) != "." {
+					name += "/" + strings.TrimSuffix(filepath.ToSlash(rel), filepath.Ext(rel))
+				}
+				out = append(out, foundModel{p, name, "huggingface"})
+			})
+		}
+	}
+	return out
+}
+
+// ollamaModels maps the manifests in an Ollama models folder to their model
+// blobs, named as `ollama list` names them (smollm2:135m; user/model:tag;
+// hf.co/org/repo:tag).
+func ollamaModels(ctx context.Context, root string) []foundModel {
+	var out []foundModel
 	manifests := filepath.Join(root, "manifests")
 	filepath.WalkDir(manifests, func(p string, d fs.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return fs.SkipAll
+		}
 		if err != nil || d.IsDir() {
 			return nil
 		}
@@ -125,20 +304,33 @@ func ollamaModels(root string) [][2]string {
 			return nil
 		}
 		rel, _ := filepath.Rel(manifests, p)
-		parts := strings.Split(filepath.ToSlash(rel), "/")
-		name := rel
-		if len(parts) >= 2 {
-			name = parts[len(parts)-2] + ":" + parts[len(parts)-1]
+		name := filepath.ToSlash(rel)
+		if n := ollamaname.ParseNameFromFilepath(rel); n.IsValid() {
+			name = n.DisplayShortest()
 		}
 		for _, l := range mf.Layers {
-			if l.MediaType == "application/vnd.ollama.image.model" && strings.HasPrefix(l.Digest, "sha256:") {
-				blob := filepath.Join(root, "blobs", "sha256-"+strings.TrimPrefix(l.Digest, "sha256:"))
-				out = append(out, [2]string{blob, name})
+			hex, ok := strings.CutPrefix(l.Digest, "sha256:")
+			if l.MediaType == "application/vnd.ollama.image.model" && ok && isHex64(hex) {
+				out = append(out, foundModel{filepath.Join(root, "blobs", "sha256-"+hex), name, "ollama"})
 			}
 		}
 		return nil
 	})
 	return out
+}
+
+// isHex64 reports whether s is a sha256 in lower-case hex, as Ollama
+// writes digests (so a manifest cannot name a path outside blobs/).
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // availableRAM reads MemAvailable on Linux (0 when unknown).

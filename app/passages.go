@@ -28,11 +28,6 @@ import (
 // fidelity table of `lore bench ttft --fidelity` favoured (see README).
 const DefaultPassageRepair = 16
 
-// passageCacher is a chat model that can save passage KV (engine.Model).
-type passageCacher interface {
-	CachePassage(ctx context.Context, prefix, passage string) (engine.Stats, error)
-}
-
 // passageQueue is the background work of saving passages' KV: one at a
 // time, newest first (the passages of the draft being typed matter most).
 // A passage already saved costs a store lookup when it is queued again, so
@@ -70,7 +65,7 @@ func (x *ask) stitchFor() *engine.Stitch {
 		x.t.Stitch, x.t.StitchNote = "refused", why
 		return nil
 	}
-	if _, ok := x.gen.(passageCacher); !ok {
+	if local(x.gen) == nil {
 		return refuse("the chat model is not local")
 	}
 	prefix, err := passagePrefix(x.gen.Template())
@@ -102,7 +97,7 @@ func (x *ask) queuePassages() bool {
 	if !x.s.PassageKV || x.parts == nil || x.gen == nil {
 		return false
 	}
-	if _, ok := x.gen.(passageCacher); !ok {
+	if local(x.gen) == nil {
 		return false
 	}
 	if why, _ := x.a.fidelityRefuses(x.ctx, x.gen.ID(), x.s.PassageRepair); why != "" {
@@ -202,7 +197,7 @@ func (q *passageQueue) run(a *App) {
 		var err error
 		if m, let, open := a.holdOpen(); !open {
 			err = engine.ErrClosed
-		} else if pc, ok := m.chat.(passageCacher); ok && m.chat.ID() == j.model {
+		} else if pc := local(m.chat); pc != nil && m.chat.ID() == j.model {
 			st, err = pc.CachePassage(q.ctx, j.prefix, j.text)
 			let()
 		} else {

@@ -65,59 +65,6 @@ const prefetchInterval = 150 * time.Millisecond
 // ErrRateLimited refuses a prefetch that comes too soon after the last.
 var ErrRateLimited = fmt.Errorf("%w: prefetches come too fast", ErrBusy)
 
-// speculation is what the speculative sequence holds or is reading.
-type speculation struct {
-	heldLayout
-	key   string // the layout's key: same key, same prompt prefix
-	model string
-	start time.Time
-	// sizes are the passages' tokens; from is how many of them (a prefix)
-	// the sequence held already when this prefill started.
-	sizes []int
-	from  int
-	// held of total tokens is what the engine last said the sequence
-	// holds of the prompt (0: nothing said yet).
-	held, total int
-	done        bool // the prefill returned (err says whether it stopped early)
-	err         error
-	spent       bool // a question came after it: it is no longer a draft of the next one
-}
-
-// read says which passages (a prefix of its layout) the speculative
-// sequence holds, as the engine last reported; before its first report,
-// those it held when this prefill started (a draft superseded mid-way
-// leaves the sequence cut back to what the next draft shares with it, so
-// what it read carries over: from).
-func (sp *speculation) read() []retrieve.Passage {
-	if sp.done && sp.err == nil {
-		return sp.passages
-	}
-	if sp.total == 0 {
-		return sp.passages[:sp.from]
-	}
-	// The passages end at these offsets, counted back from the end of the
-	// prompt (after the last one only the question mark).
-	n, end := len(sp.passages), sp.total-questionMarkTokens
-	for n > 0 && sp.held+countSlack < end {
-		n--
-		end -= sp.sizes[n]
-	}
-	return sp.passages[:n]
-}
-
-// questionMarkTokens is about what the question mark (questionMark) takes
-// after the last passage, and countSlack how far a passage's tokens
-// counted alone may be from the same text's in the prompt.
-const questionMarkTokens, countSlack = 2, 2
-
-// heldLayout is the turn a sequence's prompt holds: base names the model,
-// workspace and conversation before the turn, passages are the turn's in
-// prompt order.
-type heldLayout struct {
-	base     string
-	passages []retrieve.Passage
-}
-
 // Prefetch retrieves passages for a draft question and starts reading the
 // prompt up to the question into the model, in the background. Newer
 // drafts supersede older ones; a draft that yields the passages already
@@ -139,14 +86,10 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 			return PrefetchResult{}, err
 		}
 	}
-	if err := a.limitPrefetch(req.ClientID); err != nil {
+	if err := a.ahead.limit(req.ClientID); err != nil {
 		return PrefetchResult{}, err
 	}
-	a.mu.Lock()
-	a.drafts++
-	draftNo := a.drafts // a newer draft wins even if this one's retrieval ends later
-	asks := a.asks      // and so does a question
-	a.mu.Unlock()
+	turn := a.ahead.draft() // a newer draft wins even if this one's retrieval ends later, and so does a question
 	if len(strings.Fields(draft)) < minDraftWords {
 		return PrefetchResult{Reason: "draft too short"}, nil
 	}
@@ -155,7 +98,8 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		let()
 		return PrefetchResult{Reason: "no generation model"}, nil
 	}
-	if isRemote(m.chat) { // its KV cache is out of reach: nothing to read ahead into
+	reader := local(m.chat)
+	if reader == nil { // a remote model: its KV cache is out of reach, nothing to read ahead into
 		let()
 		return PrefetchResult{Reason: "remote chat model"}, nil
 	}
@@ -174,74 +118,43 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		let()
 		return PrefetchResult{Passages: len(x.passages), Reason: "passages queued for saved KV"}, nil
 	}
-	i := strings.LastIndex(x.prompt, questionMark+" "+draft)
-	if i < 0 {
+	prefix, ok := x.laid.untilQuestion()
+	if !ok {
 		let()
 		return PrefetchResult{}, fmt.Errorf("prefetch: the prompt does not end with the question")
 	}
-	prefix := x.prompt[:i+len(questionMark)]
 	res := PrefetchResult{Passages: len(x.passages)}
-	key := x.specKey()
-	a.mu.Lock()
-	if draftNo != a.drafts {
-		a.mu.Unlock()
-		let()
-		res.Reason = "superseded by a newer draft"
-		return res, nil
-	}
-	if asks != a.asks { // reading now would only slow the answer down
-		a.mu.Unlock()
-		let()
-		res.Reason = "a question came first"
-		return res, nil
-	}
-	if sp := a.spec; sp != nil && sp.key == key && (!sp.done || sp.err == nil) {
-		a.mu.Unlock()
-		let()
-		res.Reason = "same passages"
-		return res, nil
-	}
-	now := time.Now()
-	sp := &speculation{heldLayout: heldLayout{base: x.baseKey(m.chat), passages: x.laid.turn}, key: key, model: m.chat.ID(),
-		start: now, sizes: x.laid.sizes}
-	if old := a.spec; old != nil && old.base == sp.base {
-		sp.from = readPrefix(sp.passages, [][]retrieve.Passage{old.read()})
-	}
-	a.spec = sp
 	// A draft for a new chat: the answer sequence's old conversation
 	// would only slow this prefill (attention spans every cell in use),
 	// so it keeps just the system prefix.
-	trimmer, trim := m.chat.(interface {
-		TrimSeq(context.Context, int, int) error
-	})
-	trim = trim && len(x.history) == 0 && a.warmed.Tokens > 0
-	if trim {
-		a.answered = nil
+	warm := a.warmTokens()
+	trim := len(x.history) == 0 && warm > 0
+	sp := &reading{heldLayout: heldLayout{base: x.baseKey(m.chat), passages: x.laid.turn}, key: x.specKey(), model: m.chat.ID(),
+		start: time.Now(), sizes: x.laid.sizes}
+	untilAsk, reason := a.ahead.begin(turn, sp, trim)
+	if reason != "" {
+		let()
+		res.Reason = reason
+		return res, nil
 	}
-	untilAsk := a.untilAsk
-	a.mu.Unlock()
-	go func() {
+	a.spawn(func(life context.Context) {
 		defer let()
+		// The draft's request has ended by now: the read-ahead lives until
+		// a question is asked (untilAsk, which ends with the app too).
 		bg, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 		defer cancel(nil)
 		defer context.AfterFunc(untilAsk, func() { cancel(context.Cause(untilAsk)) })()
 		if trim {
-			trimmer.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, a.warmTokens())
+			reader.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, warm)
 		}
-		_, err := m.chat.Prefetch(engine.WithProgress(bg, func(held, total int) {
-			a.mu.Lock()
-			sp.held, sp.total = held, total
-			a.mu.Unlock()
-		}), prefix)
-		a.mu.Lock()
+		_, err := reader.Prefetch(engine.WithProgress(bg, func(held, total int) { a.ahead.progress(sp, held, total) }), prefix)
 		// A preempted prefetch keeps what it read (the question that
 		// preempted it may adopt it); its error lets the same draft resume.
-		sp.done, sp.err = true, err
-		a.mu.Unlock()
-		if err != nil && !errors.Is(err, engine.ErrSuperseded) && !errors.Is(err, engine.ErrPreempted) {
+		a.ahead.finished(sp, err)
+		if err != nil && !errors.Is(err, engine.ErrSuperseded) && !errors.Is(err, engine.ErrPreempted) && life.Err() == nil {
 			a.log.Warn("prefetch", "err", err)
 		}
-	}()
+	})
 	res.Started = true
 	return res, nil
 }
@@ -266,51 +179,6 @@ const (
 	ReadAheadReady   = "ready"
 	ReadAheadStopped = "stopped"
 )
-
-// PrefetchStatus reports what the speculative sequence holds or is
-// reading for the next question.
-func (a *App) PrefetchStatus() PrefetchStatus {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	sp := a.spec
-	if sp == nil || sp.spent {
-		return PrefetchStatus{State: ReadAheadNone}
-	}
-	st := PrefetchStatus{State: ReadAheadReading, Passages: len(sp.passages)}
-	switch {
-	case sp.done && sp.err == nil:
-		st.State = ReadAheadReady
-	case sp.done:
-		st.State = ReadAheadStopped
-	}
-	st.Read = len(sp.read())
-	for i, n := range sp.sizes {
-		st.Tokens += n
-		if i < st.Read {
-			st.ReadTokens += n
-		}
-	}
-	return st
-}
-
-// questionMark is where the prompt's question begins: a prefetch reads
-// everything before it (see assemble).
-const questionMark = "Question:"
-
-// limitPrefetch allows one prefetch per client per prefetchInterval.
-func (a *App) limitPrefetch(client string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := time.Now()
-	if last, ok := a.prefetched[client]; ok && now.Sub(last) < prefetchInterval {
-		return ErrRateLimited
-	}
-	if len(a.prefetched) > 1024 {
-		clear(a.prefetched)
-	}
-	a.prefetched[client] = now
-	return nil
-}
 
 // baseKey names what the prompt holds before this turn's passages: the
 // model, the workspace and the conversation so far.
@@ -342,38 +210,18 @@ func (x *ask) specKey() string {
 func (x *ask) reuse(g Generator) reuse {
 	base := x.baseKey(g)
 	r := reuse{pool: x.res.Passages}
-	if !x.draft && x.s.RouteTTFTMs > 0 && x.a.readable(g.ID(), 0, 0) >= 0 {
+	if !x.draft && x.s.RouteTTFTMs > 0 && x.a.prefill.readable(g.ID(), 0, 0) >= 0 {
 		// What the model reads in the first-token budget from where the
 		// unread passages begin, with a margin for the first decode and a
 		// speed that varies; the question is read after them.
 		id, ms, q := g.ID(), float64(x.s.RouteTTFTMs)*readMargin, questionTokens(x.q)
-		r.allowance = func(start int) int { return x.a.readable(id, start, ms) - q }
+		r.allowance = func(start int) int { return x.a.prefill.readable(id, start, ms) - q }
 		r.start = x.a.warmTokens()
 		for _, h := range x.history {
 			r.start += len(h.Content) / 4
 		}
 	}
-	x.a.mu.Lock()
-	defer x.a.mu.Unlock()
-	if sp := x.a.spec; sp != nil && sp.base == base {
-		held := sp.passages
-		if x.draft {
-			// A draft keeps what the drafts have read by the question's
-			// rule (while among its candidates), so that no draft throws
-			// away reading the question would have kept; what is not read
-			// yet costs nothing to lay out again.
-			held = sp.read()
-		}
-		r.held = append(r.held, held)
-		if !sp.spent && !x.draft {
-			r.typed = true
-			r.read = append(r.read, sp.read())
-		}
-	}
-	if h := x.a.answered; h != nil && h.base == base {
-		r.held = append(r.held, h.passages)
-		r.answered = h.passages
-	}
+	x.a.ahead.layouts(base, x.draft, &r)
 	return r
 }
 
@@ -384,21 +232,14 @@ const readMargin = 0.85
 // notePrefetch records in the trace what the speculative sequence held
 // for this question, before generation.
 func (x *ask) notePrefetch() (expected bool) {
-	x.a.mu.Lock()
-	sp := x.a.spec
-	var s speculation
-	if sp != nil {
-		s = *sp
-		sp.spent = true
-	}
-	x.a.mu.Unlock()
+	s, ok := x.a.ahead.claim()
 	t := x.t
 	shared := 0 // passages of this turn the speculative layout holds, in order
 	for shared < min(len(s.passages), len(x.laid.turn)) && s.passages[shared].ChunkID == x.laid.turn[shared].ChunkID {
 		shared++
 	}
 	switch {
-	case sp == nil:
+	case !ok:
 		t.Prefetch = PrefetchNone
 		return false
 	case s.model != x.gen.ID():
@@ -454,26 +295,12 @@ func (x *ask) adopted(st engine.Stats, expected bool) {
 // sequence back to what its prompt shares (a miss: its cells would slow
 // the prefill).
 func (x *ask) cutSpeculation() {
-	x.a.mu.Lock()
-	defer x.a.mu.Unlock()
-	sp := x.a.spec
-	if sp == nil {
-		return
-	}
-	keep := 0
-	if sp.base == x.baseKey(x.gen) {
-		keep = readPrefix(x.laid.turn, [][]retrieve.Passage{sp.passages})
-	}
-	sp.passages, sp.sizes = sp.passages[:keep], sp.sizes[:keep]
-	sp.from = min(sp.from, keep)
-	sp.key = "" // a draft of the same passages reads them again
+	x.a.ahead.cut(x.baseKey(x.gen), x.laid.turn)
 }
 
 // answeredWith records the layout the answer sequence holds after a
 // question.
 func (x *ask) answeredWith() {
-	x.a.mu.Lock()
-	defer x.a.mu.Unlock()
 	turn := x.laid.turn
 	if c := x.laid.cut; c != nil {
 		// Another question would find a passage cut for this one: what
@@ -482,7 +309,7 @@ func (x *ask) answeredWith() {
 			turn = turn[:i]
 		}
 	}
-	x.a.answered = &heldLayout{base: x.baseKey(x.gen), passages: turn}
+	x.a.ahead.answeredWith(heldLayout{base: x.baseKey(x.gen), passages: turn})
 }
 
 // warmTokens is the length of the chat model's warm system prefix.

@@ -33,7 +33,7 @@ func TestSpeculationRead(t *testing.T) {
 		{name: "before the first report: what it held before", from: 1, want: 1},
 		{name: "stopped before any report", from: 2, done: true, err: errors.New("superseded"), want: 2},
 	} {
-		sp := &speculation{heldLayout: heldLayout{passages: ps}, sizes: []int{100, 200, 150},
+		sp := &reading{heldLayout: heldLayout{passages: ps}, sizes: []int{100, 200, 150},
 			from: c.from, held: c.held, total: c.total, done: c.done, err: c.err}
 		if got := len(sp.read()); got != c.want {
 			t.Errorf("%s: %d passages read, want %d", c.name, got, c.want)

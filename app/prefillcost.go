@@ -1,6 +1,128 @@
 package app
 
-import "math"
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"lore/engine/cpu"
+	"lore/store"
+)
+
+// prefillMeter keeps what each chat model's prompt reading measured on this
+// machine: a speed (tokens/s, an EWMA) for routes and ETAs, and a cost
+// model for the tokens a first-token budget holds. It is saved with the
+// data, so that the first question after a restart is laid out by what
+// was measured, not by a guess (a restored system prefix measures nothing).
+type prefillMeter struct {
+	mu    sync.Mutex // guards speed, cost and saved
+	speed map[string]float64
+	cost  map[string]*prefillCost
+	saved map[string]bool // models whose figures came from the data folder, not yet measured in this run
+
+	// save writes are ordered: the last one holds the newest figures.
+	saveMu sync.Mutex
+	db     *store.DB
+}
+
+// prefillKey is the setting that holds the saved figures.
+const prefillKey = "prefill_measured"
+
+// savedPrefill is the saved form: figures are only believed on the machine
+// (CPU features, runner build, cores) that measured them.
+type savedPrefill struct {
+	Machine string                `json:"machine"`
+	Models  map[string]savedModel `json:"models"`
+}
+
+type savedModel struct {
+	TokS float64    `json:"tok_s"`
+	Cost [5]float64 `json:"cost"` // prefillCost's sums
+}
+
+// machineID names what a prefill speed depends on besides the model.
+var machineID = sync.OnceValue(func() string {
+	s := cpu.Describe()
+	return fmt.Sprintf("%s|%s|%d", s.Features, s.Variant, runtime.NumCPU())
+})
+
+func newPrefillMeter(ctx context.Context, db *store.DB) (*prefillMeter, error) {
+	m := &prefillMeter{speed: map[string]float64{}, cost: map[string]*prefillCost{}, saved: map[string]bool{}, db: db}
+	var s savedPrefill
+	if _, err := db.Setting(ctx, prefillKey, &s); err != nil {
+		return nil, fmt.Errorf("load the measured prefill speeds: %w", err)
+	}
+	if s.Machine != machineID() {
+		return m, nil // measured elsewhere (or never)
+	}
+	for id, v := range s.Models {
+		m.speed[id] = v.TokS
+		c := prefillCost{}
+		c.s11, c.s12, c.s22, c.t1, c.t2 = v.Cost[0], v.Cost[1], v.Cost[2], v.Cost[3], v.Cost[4]
+		m.cost[id] = &c
+		m.saved[id] = true
+	}
+	return m, nil
+}
+
+// note records that model read tokens from position start in ms, and saves
+// the figures.
+func (m *prefillMeter) note(ctx context.Context, model string, start, tokens int, ms float64) error {
+	if tokens < 16 || ms <= 0 {
+		return nil
+	}
+	m.mu.Lock()
+	m.speed[model] = ewma(m.speed[model], float64(tokens)/(ms/1000))
+	c := m.cost[model]
+	if c == nil {
+		c = &prefillCost{}
+		m.cost[model] = c
+	}
+	c.add(start, tokens, ms)
+	delete(m.saved, model)
+	m.mu.Unlock()
+	return m.save(ctx)
+}
+
+func (m *prefillMeter) save(ctx context.Context) error {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	s := savedPrefill{Machine: machineID(), Models: map[string]savedModel{}}
+	m.mu.Lock()
+	for id, v := range m.speed {
+		sm := savedModel{TokS: v}
+		if c := m.cost[id]; c != nil {
+			sm.Cost = [5]float64{c.s11, c.s12, c.s22, c.t1, c.t2}
+		}
+		s.Models[id] = sm
+	}
+	m.mu.Unlock()
+	if err := m.db.PutSetting(ctx, prefillKey, s); err != nil {
+		return fmt.Errorf("save the measured prefill speeds: %w", err)
+	}
+	return nil
+}
+
+// tokS is model's measured prefill speed (0: unknown); fromSaved says it
+// was measured in an earlier run and not yet in this one.
+func (m *prefillMeter) tokS(model string) (tokS float64, fromSaved bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.speed[model], m.saved[model]
+}
+
+// readable is how many prompt tokens from position start model reads in
+// ms, by what it measured (-1: unknown).
+func (m *prefillMeter) readable(model string, start int, ms float64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.cost[model]; c != nil {
+		return c.tokens(start, ms)
+	}
+	return -1
+}
 
 // prefillCost models how long a chat model takes to read n prompt tokens
 // that start at position s. Each token costs a + b·(its position), since

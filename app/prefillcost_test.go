@@ -1,8 +1,12 @@
 package app
 
 import (
+	"context"
 	"math"
+	"path/filepath"
 	"testing"
+
+	"lore/store"
 )
 
 func TestPrefillCost(t *testing.T) {
@@ -57,5 +61,56 @@ func TestPrefillCost(t *testing.T) {
 				t.Errorf("%d tokens from %d, %d from %d: position costs nothing", n, tt.start, far, tt.start+500)
 			}
 		})
+	}
+}
+
+// TestPrefillMeterSaved: what a run measured is there for the next one on
+// the same machine (speed and cost model alike), and not on another.
+func TestPrefillMeterSaved(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "lore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m, err := newPrefillMeter(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := m.tokS("chat@1"); s != 0 || m.readable("chat@1", 0, 1000) != -1 {
+		t.Fatalf("a new data folder knows a speed: %v", s)
+	}
+	for _, r := range []struct{ start, n int }{{0, 86}, {86, 700}, {300, 300}} {
+		if err := m.note(ctx, "chat@1", r.start, r.n, float64(r.n)*4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := m.tokS("chat@1")
+	wantN := m.readable("chat@1", 200, 900)
+
+	again, err := newPrefillMeter(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, saved := again.tokS("chat@1")
+	if got != want || !saved || again.readable("chat@1", 200, 900) != wantN {
+		t.Errorf("after a restart: %.1f tok/s (saved %v), %d tokens readable; want %.1f, %d", got, saved, again.readable("chat@1", 200, 900), want, wantN)
+	}
+	if err := again.note(ctx, "chat@1", 0, 100, 400); err != nil {
+		t.Fatal(err)
+	}
+	if _, saved := again.tokS("chat@1"); saved {
+		t.Error("a speed measured in this run still reads as saved")
+	}
+
+	if err := db.PutSetting(ctx, prefillKey, savedPrefill{Machine: "another CPU", Models: map[string]savedModel{"chat@1": {TokS: 999}}}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := newPrefillMeter(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := other.tokS("chat@1"); s != 0 {
+		t.Errorf("a speed measured on another machine was believed: %.0f tok/s", s)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -25,7 +26,10 @@ If the sources do not contain the answer, say that you could not find it in the 
 
 // prompt is an assembled prompt and what went into it.
 type prompt struct {
-	text     string
+	// segments are the prompt's text in pieces that say what each is: the
+	// cacheable prefix, the passages and the question are found by index,
+	// never by searching the rendered text.
+	segments []segment
 	passages []retrieve.Passage // every passage it holds, numbered in this order
 	turn     []retrieve.Passage // those placed in this turn's message (a suffix of passages)
 	// turnTokens is the tokens of turn's passages: what a model that holds
@@ -41,9 +45,69 @@ type prompt struct {
 	newTokens   int
 	late        int         // fitted passages left out to keep the first token within the budget (see reuse)
 	cut         *PassageCut // the best passage, cut for the same reason
-	// parts is text cut around each passage's body, for stitching saved
-	// passage KV (nil if the template moved the bodies out of reach).
-	parts []engine.Part
+}
+
+// segment is a piece of a prompt's text.
+type segment struct {
+	kind segKind
+	text string
+}
+
+type segKind uint8
+
+const (
+	segFrame        segKind = iota // the template's text around the messages
+	segSystem                      // the system prompt
+	segHeading                     // sourcesHeading, before a turn's passages
+	segNumber                      // a passage's number, "[n]"
+	segPassage                     // a passage's body: where it is from and its text
+	segQuestionMark                // questionMark
+	segQuestion                    // the question, after the mark
+	segAnswer                      // an earlier answer
+	segOpaque                      // a template that reorders contents: the whole prompt, not cut up
+)
+
+// text is the prompt as the model reads it.
+func (p prompt) text() string { return joined(p.segments) }
+
+func joined(segs []segment) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteString(s.text)
+	}
+	return b.String()
+}
+
+// untilQuestion is the prompt up to this turn's question (the mark
+// included): what reading ahead reads while the question is still being
+// typed. ok is false when the template does not keep the question last.
+func (p prompt) untilQuestion() (string, bool) {
+	i := len(p.segments) - 1
+	for i >= 0 && p.segments[i].kind != segQuestionMark {
+		i--
+	}
+	return joined(p.segments[:i+1]), i >= 0
+}
+
+// parts is the prompt cut around each passage's body, for stitching saved
+// passage KV (nil if the template moved the bodies out of reach). A body's
+// KV does not depend on its number, so it is saved once and stitched in
+// under any number.
+func (p prompt) parts() []engine.Part {
+	var parts []engine.Part
+	var b strings.Builder
+	for _, s := range p.segments {
+		switch s.kind {
+		case segOpaque:
+			return nil
+		case segPassage:
+			parts = append(parts, engine.Part{Text: b.String()}, engine.Part{Text: s.text, Passage: true})
+			b.Reset()
+		default:
+			b.WriteString(s.text)
+		}
+	}
+	return append(parts, engine.Part{Text: b.String()})
 }
 
 // turn is an earlier message of the chat, with the passages its prompt
@@ -55,7 +119,7 @@ type turn struct {
 
 // tokenizer is the part of a chat model that assembly needs.
 type tokenizer interface {
-	Tokenize(ctx context.Context, text string, special bool) ([]int, error)
+	CountTokens(ctx context.Context, text string) (int, error)
 	Template() *engine.Template
 	ID() string
 }
@@ -68,29 +132,44 @@ func (a *App) assemble(ctx context.Context, m tokenizer, history []turn, questio
 	count := func(p retrieve.Passage) (int, error) {
 		block := sourceBlock(0, p)
 		key := m.ID() + "\x00" + block
-		a.mu.Lock()
-		n, ok := a.tokenCounts[key]
-		a.mu.Unlock()
-		if ok {
+		if n, ok := a.tokenCounts.get(key); ok {
 			return n, nil
 		}
-		toks, err := m.Tokenize(ctx, block, false)
+		n, err := m.CountTokens(ctx, block)
 		if err != nil {
 			return 0, fmt.Errorf("count passage tokens: %w", err)
 		}
-		a.mu.Lock()
-		if len(a.tokenCounts) >= maxTokenCounts {
-			clear(a.tokenCounts)
-		}
-		a.tokenCounts[key] = len(toks)
-		a.mu.Unlock()
-		return len(toks), nil
+		a.tokenCounts.put(key, n)
+		return n, nil
 	}
 	return assemble(m.Template(), count, history, question, passages, budget, r)
 }
 
+// tokenCounts remembers passages' token counts per chat model (its own
+// lock), at most maxTokenCounts of them.
+type tokenCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
 // maxTokenCounts bounds the remembered passage token counts.
 const maxTokenCounts = 4096
+
+func (c *tokenCounts) get(key string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.n[key]
+	return n, ok
+}
+
+func (c *tokenCounts) put(key string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil || len(c.n) >= maxTokenCounts {
+		c.n = map[string]int{}
+	}
+	c.n[key] = n
+}
 
 // assemble lays the prompt out for prefix caching: the stable system prompt,
 // then each earlier turn exactly as it was sent (its passages, its
@@ -201,33 +280,11 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 		}
 	}
 
-	msgs := []engine.Message{{Role: "system", Content: systemPrompt}}
-	n := 0
-	userTurn := func(ps []retrieve.Passage, q string) engine.Message {
-		var b strings.Builder
-		if len(ps) > 0 {
-			b.WriteString(sourcesHeading)
-			for _, p := range ps {
-				n++
-				b.WriteString(sourceBlock(n, p))
-			}
-		}
-		b.WriteString(questionMark + " " + q)
-		return engine.Message{Role: "user", Content: b.String()}
-	}
-	for _, h := range history {
-		if h.Role == "user" {
-			msgs = append(msgs, userTurn(h.passages, h.Content))
-		} else {
-			msgs = append(msgs, h.Message)
-		}
-	}
-	msgs = append(msgs, userTurn(lay.passages, question))
-	text, err := tmpl.Render(msgs)
+	segs, err := render(tmpl, history, lay.passages, question)
 	if err != nil {
 		return prompt{}, err
 	}
-	p := prompt{text: text, passages: append(all, lay.passages...), turn: lay.passages, kept: lay.kept, stale: lay.stale, late: lay.late, cut: lay.cut}
+	p := prompt{segments: segs, passages: append(all, lay.passages...), turn: lay.passages, kept: lay.kept, stale: lay.stale, late: lay.late, cut: lay.cut}
 	for i, q := range lay.passages {
 		p.sizes = append(p.sizes, sizes[q.ChunkID])
 		p.turnTokens += sizes[q.ChunkID]
@@ -235,8 +292,57 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 			p.newTokens += sizes[q.ChunkID]
 		}
 	}
-	p.parts = splitParts(text, p.passages)
 	return p, nil
+}
+
+// render lays the conversation out as segments in tmpl's format: the system
+// prompt, each earlier turn as it was sent (its passages numbered on from
+// the turns before), and this turn's passages and question last.
+func render(tmpl *engine.Template, history []turn, passages []retrieve.Passage, question string) ([]segment, error) {
+	contents := [][]segment{{{segSystem, systemPrompt}}}
+	n := 0
+	userTurn := func(ps []retrieve.Passage, q string) []segment {
+		var c []segment
+		if len(ps) > 0 {
+			c = append(c, segment{segHeading, sourcesHeading})
+			for _, p := range ps {
+				n++
+				c = append(c, segment{segNumber, sourceNumber(n)}, segment{segPassage, sourceBody(p)})
+			}
+		}
+		return append(c, segment{segQuestionMark, questionMark}, segment{segQuestion, " " + q})
+	}
+	msgs := []engine.Message{{Role: "system", Content: systemPrompt}}
+	add := func(role string, c []segment) {
+		contents = append(contents, c)
+		msgs = append(msgs, engine.Message{Role: role, Content: joined(c)})
+	}
+	for _, h := range history {
+		if h.Role == "user" {
+			add("user", userTurn(h.passages, h.Content))
+		} else {
+			add(h.Role, []segment{{segAnswer, h.Content}})
+		}
+	}
+	add("user", userTurn(passages, question))
+	text, err := tmpl.Render(msgs)
+	if err != nil {
+		return nil, err
+	}
+	frame, err := tmpl.Frame(msgs)
+	if err != nil {
+		return []segment{{segOpaque, text}}, nil
+	}
+	var segs []segment
+	for i, c := range contents {
+		segs = append(segs, segment{segFrame, frame[i]})
+		segs = append(segs, c...)
+	}
+	segs = append(segs, segment{segFrame, frame[len(contents)]})
+	if joined(segs) != text { // the template rewrites a content (one left empty, say)
+		return []segment{{segOpaque, text}}, nil
+	}
+	return segs, nil
 }
 
 // reuse is the layouts of this turn's passages that sequences of the chat
@@ -326,26 +432,6 @@ func arrange(fit, held, pool []retrieve.Passage, tokens func(retrieve.Passage) i
 	return out
 }
 
-// splitParts cuts text around each passage's body (its source block after
-// the "[n]" number), in prompt order. A body's KV does not depend on its
-// number, so it can be saved once and stitched in under any number.
-func splitParts(text string, passages []retrieve.Passage) []engine.Part {
-	var parts []engine.Part
-	at := 0
-	for i, p := range passages {
-		block := sourceBlock(i+1, p)
-		j := strings.Index(text[at:], block)
-		if j < 0 {
-			return nil
-		}
-		num := len(sourceNumber(i + 1))
-		body := block[num:]
-		parts = append(parts, engine.Part{Text: text[at : at+j+num]}, engine.Part{Text: body, Passage: true})
-		at += j + len(block)
-	}
-	return append(parts, engine.Part{Text: text[at:]})
-}
-
 // passagePrefix is the text every passage's KV is evaluated after: the
 // system turn and a first user turn up to the first source's number. In a
 // first question the first passage stands exactly there.
@@ -357,6 +443,10 @@ func passagePrefix(tmpl *engine.Template) (string, error) {
 	return p + sourcesHeading + sourceNumber(1), nil
 }
 
+// questionMark is where a turn's question begins: reading ahead reads
+// everything before it (prompt.untilQuestion).
+const questionMark = "Question:"
+
 // sourcesHeading opens a turn's sources.
 const sourcesHeading = "Sources:\n\n"
 
@@ -364,6 +454,11 @@ func sourceNumber(n int) string { return fmt.Sprintf("[%d]", n) }
 
 // sourceBlock is one passage as the model sees it.
 func sourceBlock(n int, p retrieve.Passage) string {
+	return sourceNumber(n) + sourceBody(p)
+}
+
+// sourceBody is a passage after its number: where it is from, and its text.
+func sourceBody(p retrieve.Passage) string {
 	loc := p.Rel
 	if loc == "" {
 		loc = p.Path
@@ -376,7 +471,7 @@ func sourceBlock(n int, p retrieve.Passage) string {
 	} else if p.LineStart > 0 {
 		loc += fmt.Sprintf(" (lines %d–%d)", p.LineStart, p.LineEnd)
 	}
-	return fmt.Sprintf("%s %s\n%s\n\n", sourceNumber(n), loc, strings.TrimSpace(p.Text))
+	return fmt.Sprintf(" %s\n%s\n\n", loc, strings.TrimSpace(p.Text))
 }
 
 // truncateWords keeps about n tokens' worth of words (a token is ~0.75 words).

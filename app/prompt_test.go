@@ -47,16 +47,16 @@ func TestAssemble(t *testing.T) {
 				}
 			}
 			prefix, _ := tmpl.Prefix(systemPrompt)
-			if !strings.HasPrefix(p.text, prefix) {
+			if !strings.HasPrefix(p.text(), prefix) {
 				t.Error("prompt does not start with the cached system prefix")
 			}
-			if !strings.HasSuffix(p.text, "Question: the question<|im_end|>\n<|im_start|>assistant\n") {
-				t.Errorf("question is not last: %q", p.text[len(p.text)-80:])
+			if !strings.HasSuffix(p.text(), "Question: the question<|im_end|>\n<|im_start|>assistant\n") {
+				t.Errorf("question is not last: %q", p.text()[len(p.text())-80:])
 			}
-			if i := strings.Index(p.text, "[1] "); i < 0 || i > strings.LastIndex(p.text, "Question:") {
+			if i := strings.Index(p.text(), "[1] "); i < 0 || i > strings.LastIndex(p.text(), "Question:") {
 				t.Error("sources not numbered before the question")
 			}
-			if len(tt.history) > 0 && strings.Index(p.text, "earlier a") > strings.Index(p.text, "[1] ") {
+			if len(tt.history) > 0 && strings.Index(p.text(), "earlier a") > strings.Index(p.text(), "[1] ") {
 				t.Error("this turn's passages placed before the history")
 			}
 		})
@@ -81,15 +81,15 @@ func TestAssembleFollowUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upToAnswer := strings.TrimSuffix(first.text, "<|im_start|>assistant\n")
-	if !strings.HasPrefix(next.text, upToAnswer+"<|im_start|>assistant\nanswer one") {
-		t.Errorf("the follow-up does not repeat the first turn:\n%s\n---\n%s", first.text, next.text)
+	upToAnswer := strings.TrimSuffix(first.text(), "<|im_start|>assistant\n")
+	if !strings.HasPrefix(next.text(), upToAnswer+"<|im_start|>assistant\nanswer one") {
+		t.Errorf("the follow-up does not repeat the first turn:\n%s\n---\n%s", first.text(), next.text())
 	}
 	if len(next.turn) != 1 || next.turn[0].ChunkID != 30 || len(next.passages) != 3 {
 		t.Errorf("turn passages %v, all %v: want only the new one in this turn", next.turn, next.passages)
 	}
-	if !strings.Contains(next.text, "[3] c.md") {
-		t.Errorf("the new passage is not numbered after the earlier ones: %q", next.text)
+	if !strings.Contains(next.text(), "[3] c.md") {
+		t.Errorf("the new passage is not numbered after the earlier ones: %q", next.text())
 	}
 }
 
@@ -252,9 +252,9 @@ func TestAssembleExtends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upTo := draft.text[:strings.Index(draft.text, "Question:")]
-	if !strings.HasPrefix(final.text, upTo) {
-		t.Fatalf("the question's prompt does not extend the draft's:\n%s\n---\n%s", draft.text, final.text)
+	upTo := draft.text()[:strings.Index(draft.text(), "Question:")]
+	if !strings.HasPrefix(final.text(), upTo) {
+		t.Fatalf("the question's prompt does not extend the draft's:\n%s\n---\n%s", draft.text(), final.text())
 	}
 	if final.kept != 2 || final.stale != 1 || len(final.turn) != 4 || final.newTokens != 200 || final.turnTokens != 400 {
 		t.Errorf("kept %d stale %d turn %d new %d of %d tokens: want 2 kept (1 stale), 2 new of 4", final.kept, final.stale,
@@ -295,5 +295,48 @@ func TestQuality(t *testing.T) {
 			got.Recall5 != c.want.Recall5 || got.Recall20 != c.want.Recall20 || got.MRR != c.want.MRR {
 			t.Errorf("quality(%v) = %+v, want %+v", c.docs, got, c.want)
 		}
+	}
+}
+
+// TestPromptSegments: the prompt's pieces say what they are. The parts for
+// stitching hold each passage's body whole and rebuild the prompt; the
+// text read ahead ends at this turn's question mark; a template that moves
+// contents around leaves an opaque prompt (no parts) rather than a wrong one.
+func TestPromptSegments(t *testing.T) {
+	a := retrieve.Passage{ChunkID: 10, Rel: "a.md", Text: "first", Tokens: 100}
+	b := retrieve.Passage{ChunkID: 20, Rel: "b.md", Heading: "B", Text: "second", Tokens: 100}
+	history := []turn{{Message: engine.Message{Role: "user", Content: "q1"}, passages: []retrieve.Passage{a}},
+		{Message: engine.Message{Role: "assistant", Content: "answer one [1]"}}}
+	for _, marker := range []string{"<|im_start|>", "<|start_header_id|>", "<|user|>", ""} {
+		tmpl := engine.TemplateFor(marker)
+		t.Run(tmpl.Name, func(t *testing.T) {
+			p, err := assemble(tmpl, nil, history, "the question Question: again", []retrieve.Passage{b}, 1000, reuse{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := p.text()
+			parts := p.parts()
+			var whole strings.Builder
+			var bodies []string
+			for _, x := range parts {
+				whole.WriteString(x.Text)
+				if x.Passage {
+					bodies = append(bodies, x.Text)
+				}
+			}
+			if whole.String() != text {
+				t.Errorf("the parts do not rebuild the prompt")
+			}
+			if want := []string{sourceBody(a), sourceBody(b)}; !slices.Equal(bodies, want) {
+				t.Errorf("passage parts %q, want %q", bodies, want)
+			}
+			until, ok := p.untilQuestion()
+			if !ok || !strings.HasPrefix(text, until) || !strings.HasPrefix(text[len(until):], " the question Question: again") {
+				t.Errorf("read ahead %q (ok %v): not the prompt up to this turn's question", until, ok)
+			}
+			if !strings.Contains(until, "[2] b.md › B") {
+				t.Errorf("read ahead %q: this turn's passage is missing", until)
+			}
+		})
 	}
 }

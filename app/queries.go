@@ -42,16 +42,12 @@ func (a *App) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 	}
 	out := make([]WorkspaceInfo, 0, len(wss))
 	for _, w := range wss {
-		info := WorkspaceInfo{ID: w.ID, Name: w.Name, Folders: []string{}}
-		if t, ok := used[w.ID]; ok {
-			info.LastUsed = &t
-		}
-		fs, err := a.db.Folders(ctx, w.ID)
+		info, err := a.workspaceInfo(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range fs {
-			info.Folders = append(info.Folders, f.Path)
+		if t, ok := used[w.ID]; ok {
+			info.LastUsed = &t
 		}
 		c, err := a.db.Counts(ctx, w.ID, "")
 		if err != nil {
@@ -59,10 +55,33 @@ func (a *App) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 		}
 		info.Documents = c.Documents[store.StatusIndexed]
 		info.Chunks = c.Chunks
-		info.Indexing = a.jobs.state(w.ID).Running
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// Workspace finds a workspace by name ("" is the default one) with its
+// folders and whether it is indexing, without the counts and last use
+// Workspaces adds (they stay zero): a cheap check that it exists.
+func (a *App) Workspace(ctx context.Context, name string) (WorkspaceInfo, error) {
+	w, err := a.lookup(ctx, name)
+	if err != nil {
+		return WorkspaceInfo{}, err
+	}
+	return a.workspaceInfo(ctx, w)
+}
+
+// workspaceInfo is w with its folders and indexing state.
+func (a *App) workspaceInfo(ctx context.Context, w store.Workspace) (WorkspaceInfo, error) {
+	info := WorkspaceInfo{ID: w.ID, Name: w.Name, Folders: []string{}, Indexing: a.jobs.state(w.ID).Running}
+	fs, err := a.db.Folders(ctx, w.ID)
+	if err != nil {
+		return WorkspaceInfo{}, err
+	}
+	for _, f := range fs {
+		info.Folders = append(info.Folders, f.Path)
+	}
+	return info, nil
 }
 
 // CreateWorkspace creates a named workspace (NameRule); a name taken fails
@@ -287,16 +306,49 @@ func (a *App) Chat(ctx context.Context, id int64) (ChatWithMessages, error) {
 
 // Chunk returns one passage with its location.
 func (a *App) Chunk(ctx context.Context, id int64) (Source, error) {
-	hits, err := a.db.ChunkTexts(ctx, []int64{id})
+	h, err := a.chunk(ctx, id)
 	if err != nil {
 		return Source{}, err
 	}
-	if len(hits) == 0 {
-		return Source{}, fmt.Errorf("chunk %d: %w", id, ErrNotFound)
+	return chunkSource(h), nil
+}
+
+// ChunkIn returns one passage of a workspace ("" the default one) with its
+// location: a chunk of another workspace's document is ErrNotFound, as the
+// database says, whatever folders the two share on disk.
+func (a *App) ChunkIn(ctx context.Context, workspace string, id int64) (Source, error) {
+	ws, err := a.lookup(ctx, workspace)
+	if err != nil {
+		return Source{}, err
 	}
-	h := hits[0]
+	h, err := a.chunk(ctx, id)
+	if err != nil {
+		return Source{}, err
+	}
+	doc, err := a.db.Document(ctx, h.DocumentID)
+	if err != nil {
+		return Source{}, translate(err, "document of chunk %d", id)
+	}
+	if doc.WorkspaceID != ws.ID {
+		return Source{}, fmt.Errorf("chunk %d: %w in workspace %q", id, ErrNotFound, ws.Name)
+	}
+	return chunkSource(h), nil
+}
+
+func (a *App) chunk(ctx context.Context, id int64) (store.Hit, error) {
+	hits, err := a.db.ChunkTexts(ctx, []int64{id})
+	if err != nil {
+		return store.Hit{}, err
+	}
+	if len(hits) == 0 {
+		return store.Hit{}, fmt.Errorf("chunk %d: %w", id, ErrNotFound)
+	}
+	return hits[0], nil
+}
+
+func chunkSource(h store.Hit) Source {
 	return Source{ChunkID: h.ChunkID, Document: h.Rel, Path: h.Path, Page: h.Page, Heading: h.Heading,
-		LineStart: h.LineStart, LineEnd: h.LineEnd, Text: h.Text}, nil
+		LineStart: h.LineStart, LineEnd: h.LineEnd, Text: h.Text}
 }
 
 // Traces returns recent traces, newest first.

@@ -83,7 +83,7 @@ func (x *ask) generateChat(req engine.GenerateRequest, token func(string) error)
 	if perr != nil {
 		return st, err
 	}
-	x.degrade(1, "remote chat unavailable, the local model answered: "+err.Error())
+	x.degrade(FallbackRerank, "remote chat unavailable, the local model answered: "+err.Error())
 	x.t.FallbackReason = strings.Join(x.reasons, "; ")
 	x.t.Route = x.m.fallback.ID() + " (fallback from " + x.m.chat.ID() + ")"
 	req.Prompt, req.Messages = "", msgs

@@ -2,10 +2,7 @@ package app
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-
-	"lore/index/retrieve"
 )
 
 // Routes name the chat model that answers a question: the main one or the
@@ -89,13 +86,5 @@ func questionTokens(q string) int { return len(q)/4 + 16 }
 // prefetchReady says whether the main model read the passages this
 // prompt starts its turn with while the user typed.
 func (x *ask) prefetchReady(p prompt) bool {
-	x.a.mu.Lock()
-	defer x.a.mu.Unlock()
-	sp := x.a.spec
-	if sp == nil || !sp.done || sp.err != nil || sp.model != x.m.chat.ID() || sp.base != x.baseKey(x.m.chat) {
-		return false
-	}
-	kept := p.turn[:p.kept]
-	return len(kept) <= len(sp.passages) && slices.EqualFunc(kept, sp.passages[:len(kept)],
-		func(a, b retrieve.Passage) bool { return a.ChunkID == b.ChunkID })
+	return x.a.ahead.ready(x.m.chat.ID(), x.baseKey(x.m.chat), p.turn[:p.kept])
 }

@@ -53,8 +53,8 @@ func (a *App) EmbedTexts(ctx context.Context, texts []string) (model string, vec
 // rerank model, for the /v1/rerank endpoint; it returns the model's name
 // and one score per document, in the documents' order.
 func (a *App) RerankTexts(ctx context.Context, query string, docs []string) (model string, scores []float32, err error) {
-	if strings.TrimSpace(query) == "" || !utf8.ValidString(query) || len(query) > MaxQuestion {
-		return "", nil, fmt.Errorf("%w: query must be UTF-8 text of 1–%d bytes", ErrInvalid, MaxQuestion)
+	if err := CheckText("query", query, MaxQuestion); err != nil {
+		return "", nil, err
 	}
 	if err := checkTexts("documents", docs, MaxRerankInputs); err != nil {
 		return "", nil, err
@@ -88,6 +88,21 @@ func finite(xs []float32) bool {
 		}
 	}
 	return true
+}
+
+// CheckText checks a text a caller sends, a question or a query (field
+// names it): not blank, valid UTF-8, at most max bytes. Its errors are
+// ErrInvalid. Callers that keep the text trimmed trim it first.
+func CheckText(field, s string, max int) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return fmt.Errorf("%w: the %s is empty", ErrInvalid, field)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: the %s is not valid UTF-8 text", ErrInvalid, field)
+	case len(s) > max:
+		return fmt.Errorf("%w: the %s is too long (%d bytes, at most %d)", ErrInvalid, field, len(s), max)
+	}
+	return nil
 }
 
 // checkTexts refuses an empty list, one longer than most, and texts that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
 
 	"lore/store"
 )
@@ -127,10 +128,8 @@ func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 		}
 	}
 	a.mu.Lock()
-	stored := a.stored
+	keep := saved(s, a.settings, a.stored)
 	a.mu.Unlock()
-	keep := s
-	a.cfg.runOnly(&keep, &stored)
 	if err := a.db.PutSetting(ctx, settingsKey, keep); err != nil {
 		return err
 	}
@@ -141,55 +140,79 @@ func (a *App) SaveSettings(ctx context.Context, s Settings) error {
 }
 
 // runOnly applies this run's choices (the command line's models, remote
-// URLs, speculation) to s. With stored, it undoes them instead: a field
-// still at this run's value gets back the stored one, so that saving
-// settings, which sends every field back, does not make a one-run flag
-// permanent (a --chat-url would keep questions leaving the machine).
-func (c Config) runOnly(s, stored *Settings) {
-	pick := func(dst *string, run, was string) {
-		switch {
-		case run == "":
-		case stored == nil:
+// URLs, speculation) to s: they hold for this run, and saved keeps them out
+// of the data folder.
+func (c Config) runOnly(s *Settings) {
+	pick := func(dst *string, run string) {
+		if run != "" {
 			*dst = run
-		case *dst == run:
-			*dst = was
 		}
 	}
-	var w Settings
-	if stored != nil {
-		w = *stored
-	}
-	pick(&s.ChatModel, c.ChatModel, w.ChatModel)
-	pick(&s.EmbedModel, c.EmbedModel, w.EmbedModel)
-	pick(&s.RerankModel, c.RerankModel, w.RerankModel)
-	pick(&s.FastChatModel, c.FastChatModel, w.FastChatModel)
-	pick(&s.DraftModel, c.DraftModel, w.DraftModel)
-	pick(&s.ChatURL, c.ChatURL, w.ChatURL)
-	pick(&s.ChatURLModel, c.ChatURLModel, w.ChatURLModel)
-	pick(&s.EmbedURL, c.EmbedURL, w.EmbedURL)
-	pick(&s.EmbedURLModel, c.EmbedURLModel, w.EmbedURLModel)
-	pick(&s.RerankURL, c.RerankURL, w.RerankURL)
-	pick(&s.RerankURLModel, c.RerankURLModel, w.RerankURLModel)
-	switch {
-	case c.Speculate <= 0:
-	case stored == nil:
+	pick(&s.ChatModel, c.ChatModel)
+	pick(&s.EmbedModel, c.EmbedModel)
+	pick(&s.RerankModel, c.RerankModel)
+	pick(&s.FastChatModel, c.FastChatModel)
+	pick(&s.DraftModel, c.DraftModel)
+	pick(&s.ChatURL, c.ChatURL)
+	pick(&s.ChatURLModel, c.ChatURLModel)
+	pick(&s.EmbedURL, c.EmbedURL)
+	pick(&s.EmbedURLModel, c.EmbedURLModel)
+	pick(&s.RerankURL, c.RerankURL)
+	pick(&s.RerankURLModel, c.RerankURLModel)
+	if c.Speculate > 0 {
 		s.Speculate = c.Speculate
-	case s.Speculate == c.Speculate:
-		s.Speculate = w.Speculate
 	}
 }
 
-// contextBudget is the token budget for passages.
-func (a *App) contextBudget(s Settings) int {
-	if s.ContextTokens > 0 {
-		return s.ContextTokens
+// saved is what the data folder keeps when the user saves s over this
+// run's settings cur, stored being what it holds: each field the user
+// changed, as they set it; each one they left alone, as stored. The page
+// sends every field back, so a one-run flag (a --chat-url would keep
+// questions leaving the machine) is never saved by a save that did not
+// touch it, and a deliberate choice is never undone, whatever the flags.
+func saved(s, cur, stored Settings) Settings {
+	out := stored
+	sv, cv, ov := reflect.ValueOf(s), reflect.ValueOf(cur), reflect.ValueOf(&out).Elem()
+	for i := range sv.NumField() {
+		if !reflect.DeepEqual(sv.Field(i).Interface(), cv.Field(i).Interface()) {
+			ov.Field(i).Set(sv.Field(i))
+		}
 	}
-	speed := a.PrefillSpeed()
-	if speed == 0 {
-		return 768
-	}
-	return min(max(int(speed), 256), 1536) // about one second of prefill
+	return out
 }
+
+// contextBudget is the token budget for passages, and where it came from
+// (the trace says it: a first question after a restart used to be sized by
+// a guess).
+func (a *App) contextBudget(s Settings) (int, string) {
+	if s.ContextTokens > 0 {
+		return s.ContextTokens, BudgetSetting
+	}
+	m := a.current()
+	if m.chat == nil {
+		return budgetAssumed, BudgetAssumed
+	}
+	speed, saved := a.prefill.tokS(m.chat.ID())
+	if speed == 0 {
+		return budgetAssumed, BudgetAssumed
+	}
+	from := BudgetMeasured
+	if saved {
+		from = BudgetSaved
+	}
+	return min(max(int(speed), 256), 1536), from // about one second of prefill
+}
+
+// Where a question's passage budget came from (Trace.ContextBudgetFrom).
+const (
+	BudgetSetting  = "setting"          // Settings.ContextTokens
+	BudgetMeasured = "measured"         // the prefill speed measured in this run
+	BudgetSaved    = "measured earlier" // measured in an earlier run on this machine
+	BudgetAssumed  = "assumed"          // nothing measured yet: budgetAssumed
+)
+
+// budgetAssumed is the passage budget before any prefill was measured.
+const budgetAssumed = 768
 
 // checkModels accepts only model files Lore found on the machine (or the
 // ones already configured), so settings cannot point the engine at an

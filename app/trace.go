@@ -16,6 +16,7 @@ type Trace struct {
 	RequestID   string `json:"request_id"`
 	WorkspaceID int64  `json:"workspace_id"`
 	ChatID      int64  `json:"chat_id"`
+	Client      string `json:"client,omitempty"` // the program that asked, when a front door names it ("mcp:NAME")
 	Question    string `json:"question"`
 	VersionID   string `json:"version_id"`
 	Route       string `json:"route"` // the model that answered
@@ -26,17 +27,18 @@ type Trace struct {
 	// RerankRoute is the reranker that ran when it is remote, or the local
 	// one that stood in for it: "LOCAL-ID (fallback from remote:URL#MODEL)";
 	// "" with a local reranker alone or none.
-	RerankRoute    string `json:"rerank_route,omitempty"`
-	FallbackLevel  int    `json:"fallback_level"`
-	FallbackReason string `json:"fallback_reason"`
-	PromptTokens   int    `json:"prompt_tokens"`
-	CachedTokens   int    `json:"cached_tokens"`
-	EvalTokens     int    `json:"eval_tokens"`
-	ContextChunks  int    `json:"context_chunks"`
+	RerankRoute    string   `json:"rerank_route,omitempty"`
+	FallbackLevel  Fallback `json:"fallback_level"`
+	FallbackReason string   `json:"fallback_reason"`
+	PromptTokens   int      `json:"prompt_tokens"`
+	CachedTokens   int      `json:"cached_tokens"`
+	EvalTokens     int      `json:"eval_tokens"`
+	ContextChunks  int      `json:"context_chunks"`
 	// TurnPassages are the chunks this question's own turn carried, in
 	// prompt order (a follow-up's prompt repeats them as they were).
 	TurnPassages      []int64   `json:"turn_passages,omitempty"`
 	ContextBudget     int       `json:"context_budget"`
+	ContextBudgetFrom string    `json:"context_budget_from,omitempty"` // Budget*: the setting, a measurement, or a guess
 	EmbedCacheHit     bool      `json:"embed_cache_hit"`
 	EmbedLookup       bool      `json:"embed_lookup,omitempty"` // the query embedding was looked up
 	RetrievalCacheHit bool      `json:"retrieval_cache_hit"`
@@ -107,7 +109,25 @@ type Trace struct {
 
 	Stages      map[string]float64 `json:"stages"`
 	StageStarts map[string]float64 `json:"stage_starts"`
+	// Skipped says why a stage of the question's path (seedStages) did not
+	// run; its Stages entry is then 0, so every trace has the same rows.
+	Skipped map[string]string `json:"skipped_stages,omitempty"`
 }
+
+// Fallback is how far a question's path fell back from the full pipeline
+// (docs/design.md, "Fallback levels"); a trace keeps the worst it reached.
+type Fallback int
+
+const (
+	FallbackNone       Fallback = iota // the full pipeline
+	FallbackRerank                     // rerank skipped, or a remote stage answered by the local stand-in
+	FallbackBM25                       // BM25 only: no query embedding
+	FallbackExtractive                 // no generation model: the best passages, quoted
+)
+
+// seedStages are the stages every question's trace carries, run or not.
+var seedStages = []string{StageQueue, StageEmbed, StageVector, StageBM25, StageRetrieval, StageRerank, StageAssemble,
+	StagePrefill, StageFirstDecode, StageTTFT}
 
 // Stage names, as they appear in traces, the API and metrics.
 const (
@@ -167,6 +187,21 @@ func (r *recorder) set(name string, d, offset float64) {
 	span.End(trace.WithTimestamp(start.Add(time.Duration(d * float64(time.Millisecond)))))
 }
 
+// skip records that a stage did not run, and why (a stage said skipped
+// once keeps its first reason).
+func (r *recorder) skip(name, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ran := r.t.Stages[name]; ran {
+		return
+	}
+	r.t.Stages[name] = 0
+	if r.t.Skipped == nil {
+		r.t.Skipped = map[string]string{}
+	}
+	r.t.Skipped[name] = reason
+}
+
 // since is the offset of t from the request's receipt, in milliseconds.
 func (r *recorder) since(t time.Time) float64 { return ms(t.Sub(r.t0)) }
 
@@ -178,7 +213,7 @@ func (r *recorder) attrs() []attribute.KeyValue {
 		attribute.String("lore.version_id", t.VersionID),
 		attribute.String("lore.route", t.Route),
 		attribute.String("lore.route_role", t.RouteRole),
-		attribute.Int("lore.fallback_level", t.FallbackLevel),
+		attribute.Int("lore.fallback_level", int(t.FallbackLevel)),
 		attribute.String("lore.fallback_reason", t.FallbackReason),
 		attribute.Int("lore.prompt_tokens", t.PromptTokens),
 		attribute.Int("lore.cached_tokens", t.CachedTokens),

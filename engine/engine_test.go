@@ -258,33 +258,60 @@ func TestEmbed(t *testing.T) {
 	}
 }
 
+// TestQueueReportsWait: requests queued behind another report the time they
+// waited. The first holds the queue (its first piece waits for the test)
+// until both others are queued, so they wait whatever the machine's speed.
 func TestQueueReportsWait(t *testing.T) {
 	chat, _ := models(t)
 	m := open(t, chat)
 	generate(t, m, question, 1)
 	var wg sync.WaitGroup
 	stats := make([]engine.Stats, 3)
-	for i := range stats {
+	run := func(i int, piece func(string) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := m.Generate(context.Background(), engine.GenerateRequest{Prompt: question, MaxTokens: 8},
-				func(string) error { time.Sleep(5 * time.Millisecond); return nil })
+			st, err := m.Generate(context.Background(), engine.GenerateRequest{Prompt: question, MaxTokens: 8}, piece)
 			if err != nil {
 				t.Error(err)
 			}
 			stats[i] = st
 		}()
 	}
-	wg.Wait()
-	waited := 0
-	for _, st := range stats {
-		if st.QueueMs > 1 {
-			waited++
-		}
+	holding, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	run(0, func(string) error {
+		first.Do(func() { close(holding); <-release })
+		return nil
+	})
+	select {
+	case <-holding:
+	case <-time.After(time.Minute):
+		t.Fatal("the first request never streamed a piece")
 	}
-	if waited < 2 {
-		t.Errorf("of 3 concurrent requests %d report waiting in the queue: %+v", waited, stats)
+	run(1, func(string) error { return nil })
+	run(2, func(string) error { return nil })
+	eventually(t, "two requests queued behind the first", func() bool { return m.QueueStats().Waiting == 2 })
+	close(release)
+	wg.Wait()
+	t.Logf("queue waits: %.3f, %.3f, %.3f ms", stats[0].QueueMs, stats[1].QueueMs, stats[2].QueueMs)
+	if stats[1].QueueMs <= 0 || stats[2].QueueMs <= 0 {
+		t.Errorf("requests queued behind another report no wait: %+v", stats)
+	}
+	if s := m.QueueStats(); s.Busy || s.Waiting != 0 || s.MeanWait <= 0 {
+		t.Errorf("queue after: %+v", s)
+	}
+}
+
+// eventually polls cond every millisecond until it holds, and fails the
+// test naming what it waited for if it does not within a minute. It waits
+// for an event; it measures nothing (a loaded machine only polls longer).
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after a minute: %s", what)
+		}
 	}
 }
 

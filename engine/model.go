@@ -886,6 +886,13 @@ func (m *Model) SeqTokens(ctx context.Context) ([]int, error) {
 	return n, err
 }
 
+// CountTokens is how many tokens text is in the model's vocabulary (no
+// special tokens parsed).
+func (m *Model) CountTokens(ctx context.Context, text string) (int, error) {
+	toks, err := m.Tokenize(ctx, text, false)
+	return len(toks), err
+}
+
 // Tokenize returns text's tokens; special parses control tokens such as
 // <|im_start|>.
 func (m *Model) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -32,9 +33,7 @@ func TestQueueOrder(t *testing.T) {
 			rel()
 		}()
 		// Let it enqueue before the next one, so FIFO order is defined.
-		for q.Stats().Waiting < queued {
-			time.Sleep(time.Millisecond)
-		}
+		eventually(t, fmt.Sprintf("%s queued", name), func() bool { return q.Stats().Waiting >= queued })
 	}
 	start("bg1", Background, 1)
 	start("bg2", Background, 2)
@@ -61,9 +60,7 @@ func TestQueueCapacityAndCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { _, _, err := q.Acquire(ctx); done <- err }()
-	for q.Stats().Waiting != 1 {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the second caller queued", func() bool { return q.Stats().Waiting == 1 })
 	if _, _, err := q.Acquire(context.Background()); !errors.Is(err, ErrBusy) {
 		t.Fatalf("over capacity: err = %v, want ErrBusy", err)
 	}
@@ -105,21 +102,17 @@ func TestQueuePreemptible(t *testing.T) {
 				}
 				close(served)
 			}()
-			for q.Stats().Waiting != 1 {
-				time.Sleep(time.Millisecond)
-			}
-			select {
-			case <-hold.Done():
-				if !c.preempted {
-					t.Fatal("holder preempted by a waiter of no higher priority")
-				}
-				if !errors.Is(context.Cause(hold), ErrPreempted) {
-					t.Errorf("cause = %v, want ErrPreempted", context.Cause(hold))
-				}
-			case <-time.After(50 * time.Millisecond):
-				if c.preempted {
-					t.Fatal("holder not preempted")
-				}
+			eventually(t, "the waiter queued", func() bool { return q.Stats().Waiting == 1 })
+			// A waiter preempts as it queues, under the queue's lock: once
+			// it counts as waiting, the holder's context says whether it
+			// was preempted, and nothing later changes that.
+			switch preempted := hold.Err() != nil; {
+			case preempted && !c.preempted:
+				t.Fatal("holder preempted by a waiter of no higher priority")
+			case !preempted && c.preempted:
+				t.Fatal("holder not preempted")
+			case preempted && !errors.Is(context.Cause(hold), ErrPreempted):
+				t.Errorf("cause = %v, want ErrPreempted", context.Cause(hold))
 			}
 			release()
 			release() // a second call is harmless
@@ -164,9 +157,7 @@ func TestQueueReserve(t *testing.T) {
 		close(got)
 		rel()
 	}()
-	for q.Stats().Waiting != 1 {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "background work queued", func() bool { return q.Stats().Waiting == 1 })
 	heldBack := func(when string) {
 		t.Helper()
 		if s := q.Stats(); s.Busy || s.Waiting != 1 {
@@ -206,7 +197,17 @@ func TestQueueReserve(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("background work still held back after the reservation")
 	}
-	for q.Stats().Busy {
-		time.Sleep(time.Millisecond)
+	eventually(t, "the background work released the queue", func() bool { return !q.Stats().Busy })
+}
+
+// eventually polls cond every millisecond until it holds, and fails the
+// test naming what it waited for if it does not within a minute. It waits
+// for an event; it measures nothing (a loaded machine only polls longer).
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after a minute: %s", what)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,30 +10,6 @@ import (
 	"lore/engine"
 	"lore/weights"
 )
-
-// realModel returns the path of a real model from the weights cache.
-//
-// The rule: when the model is not there, the test is skipped, so a plain
-// `go test` on a machine that never ran `make models` still passes; but when
-// LORE_REAL_MODELS=1 (set by the Makefile after it fetched the models) a
-// missing model is a bug in the fetch or the cache path, so the test fails
-// instead of quietly skipping.
-func realModel(t *testing.T, m weights.Model) string {
-	t.Helper()
-	dir, err := weights.Dir()
-	if err == nil && m.Fetched(dir) {
-		return m.Path(dir)
-	}
-	where := dir
-	if err != nil {
-		where = err.Error()
-	}
-	if os.Getenv("LORE_REAL_MODELS") == "1" {
-		t.Fatalf("real model %s not fetched (%s) although LORE_REAL_MODELS=1: the fetch should have put it there", m.Name, where)
-	}
-	t.Skipf("real model %s not fetched (%s): run `make models` (bin/lore models fetch)", m.Name, where)
-	return ""
-}
 
 // TestRealMiniLMTokens checks llama.cpp's WordPiece on the converted MiniLM
 // against the model's own tokenizer. The golden ids come from Hugging Face
@@ -44,7 +19,7 @@ func realModel(t *testing.T, m weights.Model) string {
 // Tokenize with special=true adds [CLS] … [SEP] as the embedding path does
 // (it also parses control tokens, which these texts do not contain).
 func TestRealMiniLMTokens(t *testing.T) {
-	m := open(t, realModel(t, weights.MiniLM))
+	m := open(t, weights.Require(t, weights.MiniLM))
 	for _, c := range []struct {
 		text string
 		want []int
@@ -90,7 +65,7 @@ func cosine(a, b []float32) float64 {
 // fails them.
 func TestRealMiniLMSimilarity(t *testing.T) {
 	const minParaphrase, maxUnrelated = 0.45, 0.2
-	m := open(t, realModel(t, weights.MiniLM))
+	m := open(t, weights.Require(t, weights.MiniLM))
 	for _, c := range []struct{ text, paraphrase, unrelated string }{
 		{"How many days of holiday do employees get?", "What is the annual leave allowance for staff?",
 			"The tyre pressure for the front wheels is 2.3 bar."},
@@ -128,7 +103,7 @@ func TestRealMiniLMSimilarity(t *testing.T) {
 // right; it missed a meeting day ("Thursday": it said Monday) and a leave
 // allowance ("27 days": it talked around the number).
 func TestRealSmolLM2AnswersFromPassage(t *testing.T) {
-	m := open(t, realModel(t, weights.SmolLM2))
+	m := open(t, weights.Require(t, weights.SmolLM2))
 	jinja := m.Info().ChatTemplate
 	if !strings.Contains(jinja, "<|im_start|>") {
 		t.Errorf("tokenizer.chat_template has no <|im_start|>: %.200q", jinja)

@@ -82,14 +82,38 @@ func (t *Template) Render(msgs []Message) (string, error) {
 // Prefix returns the part of every prompt that comes before the first user
 // turn when the chat starts with system: the stable prefix to keep cached.
 func (t *Template) Prefix(system string) (string, error) {
-	const mark = "\x00lore-user-turn\x00"
-	s, err := t.Render([]Message{{Role: "system", Content: system}, {Role: "user", Content: mark}})
+	f, err := t.Frame([]Message{{Role: "system", Content: system}, {Role: "user"}})
 	if err != nil {
 		return "", err
 	}
-	i := strings.Index(s, mark)
-	if i < 0 {
-		return "", fmt.Errorf("%s template dropped the user turn", t.Name)
+	return f[0] + system + f[1], nil
+}
+
+// Frame is what the template writes around msgs' contents: the text before
+// each message's content, then the text after the last one, so that the
+// prompt is frame[0] + msgs[0].Content + frame[1] + … + frame[len(msgs)].
+// A caller that builds a content from pieces knows where each piece lands
+// without searching the rendered prompt. It fails for a template that does
+// not place contents verbatim, once each, in order.
+func (t *Template) Frame(msgs []Message) ([]string, error) {
+	marked := make([]Message, len(msgs))
+	marks := make([]string, len(msgs))
+	for i, m := range msgs {
+		marks[i] = fmt.Sprintf("\x00lore-content-%d\x00", i)
+		marked[i] = Message{Role: m.Role, Content: marks[i]}
 	}
-	return s[:i], nil
+	s, err := t.Render(marked)
+	if err != nil {
+		return nil, err
+	}
+	frame := make([]string, 0, len(msgs)+1)
+	for i, mark := range marks {
+		before, after, ok := strings.Cut(s, mark)
+		if !ok || strings.Contains(after, mark) {
+			return nil, fmt.Errorf("%s template does not place message %d's content once, in order", t.Name, i)
+		}
+		frame = append(frame, before)
+		s = after
+	}
+	return append(frame, s), nil
 }

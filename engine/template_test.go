@@ -3,6 +3,8 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"github.com/ollama/ollama/template"
 )
 
 // qwenJinja is the start of Qwen2.5's real template: too long and different
@@ -48,4 +50,48 @@ func TestTemplateFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTemplateFrame: a prompt put together from the frame and the contents
+// is the rendered prompt, byte for byte, for every family and for a
+// conversation of several turns; a template that drops a content is
+// refused.
+func TestTemplateFrame(t *testing.T) {
+	msgs := []Message{{"system", "SYS"}, {"user", "Sources:\n\n[1] a.md\nfirst\n\nQuestion: q1"}, {"assistant", "answer [1]"},
+		{"user", "Question: q2"}}
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			tm := TemplateFor(f.marker)
+			frame, err := tm.Frame(msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(frame) != len(msgs)+1 {
+				t.Fatalf("%d frame pieces for %d messages", len(frame), len(msgs))
+			}
+			var b strings.Builder
+			for i, m := range msgs {
+				b.WriteString(frame[i] + m.Content)
+			}
+			b.WriteString(frame[len(msgs)])
+			want, err := tm.Render(msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != want {
+				t.Errorf("frame + contents:\n%q\nrendered:\n%q", b.String(), want)
+			}
+		})
+	}
+	t.Run("a template without the system message", func(t *testing.T) {
+		tm := TemplateFor("")
+		var err error
+		tm.tmpl, err = template.Parse("{{- range .Messages }}{{ if ne .Role \"system\" }}{{ .Content }}\n{{ end }}{{ end }}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tm.Frame(msgs); err == nil || !strings.Contains(err.Error(), "message 0") {
+			t.Errorf("err = %v, want message 0 refused", err)
+		}
+	})
 }

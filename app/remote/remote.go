@@ -354,24 +354,15 @@ func (c *Chat) Info() engine.Info {
 	return engine.Info{Path: c.ID(), Template: c.tmpl.Name, NumCtx: c.o.NumCtx, CPUVariant: "remote"}
 }
 
-// Warm does nothing: the server's prefix cache fills on the first request
-// that carries the system prompt (cache_prompt), and a request made only
-// to warm it would cost a generation.
-func (c *Chat) Warm(ctx context.Context, prefix string) (engine.Stats, error) {
-	return engine.Stats{PromptTokens: Unknown, CachedTokens: Unknown, EvalTokens: Unknown}, nil
-}
-
-// Prefetch does nothing, for the same reason as Warm.
-func (c *Chat) Prefetch(ctx context.Context, text string) (engine.Stats, error) {
-	return engine.Stats{PromptTokens: Unknown, CachedTokens: Unknown, EvalTokens: Unknown}, nil
-}
-
-// Tokenize estimates: one token per four bytes, rounded up (English prose
-// with BPE vocabularies runs 3.5–4.5). Token budgets only need a count, and
-// a round trip per passage would cost more than the estimate's error. The
-// returned ids are all zero.
-func (c *Chat) Tokenize(ctx context.Context, text string, special bool) ([]int, error) {
-	return make([]int, (len(text)+3)/4), nil
+// CountTokens estimates: one token per four bytes, rounded up (English
+// prose with BPE vocabularies runs 3.5–4.5). Token budgets only need a
+// count, and a round trip per passage would cost more than the estimate's
+// error. There is nothing to warm or read ahead: the server's prefix cache
+// fills on the first request that carries the system prompt
+// (cache_prompt), and a request made only for that would cost a
+// generation.
+func (c *Chat) CountTokens(ctx context.Context, text string) (int, error) {
+	return (len(text) + 3) / 4, nil
 }
 
 // Close releases idle connections.

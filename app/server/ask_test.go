@@ -20,9 +20,9 @@ import (
 	"lore/engine"
 )
 
-// traceStages must all be present in a finished trace.
-// (rerank_ms only when a rerank model ran: these tests have none.)
-var traceStages = []string{"queue_ms", "embed_ms", "vector_ms", "bm25_ms", "retrieval_ms",
+// traceStages must all be present in a finished trace (rerank_ms too, 0
+// with its reason in skipped_stages: these tests have no rerank model).
+var traceStages = []string{"queue_ms", "embed_ms", "vector_ms", "bm25_ms", "retrieval_ms", "rerank_ms",
 	"prompt_assemble_ms", "prefill_ms", "llm_ttft_ms", "ttft_ms", "decode_ms", "total_ms"}
 
 // TestAsk covers the streaming endpoint, the chat's prefix cache and the
@@ -236,6 +236,12 @@ func checkTrace(t *testing.T, tr *app.Trace) {
 		}
 		if v < 0 || math.IsNaN(v) {
 			t.Errorf("stage %s = %v", name, v)
+		}
+		if why, skipped := tr.Skipped[name]; skipped {
+			if v != 0 || why == "" {
+				t.Errorf("skipped stage %s = %v ms, reason %q: want 0 with the reason", name, v, why)
+			}
+			continue // it did not run: no start
 		}
 		start, ok := tr.StageStarts[name]
 		if !ok || start < 0 {

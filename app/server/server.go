@@ -28,7 +28,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"lore/app"
+	"lore/app/mcp"
 )
 
 // MaxBody bounds request bodies.
@@ -50,6 +53,7 @@ type Server struct {
 	hosts   map[string]bool
 	origins map[string]bool
 	metrics http.Handler
+	mcp     http.Handler // the MCP server, streamable HTTP
 
 	readTimeout time.Duration
 	maxProgress int64
@@ -75,6 +79,11 @@ type Options struct {
 	// workspaces (default DefaultMaxProgressStreams); beyond it a
 	// subscription gets 429.
 	MaxProgressStreams int
+	// Tracer spans the MCP calls (/mcp); nil: none.
+	Tracer trace.Tracer
+	// Workspace is the one an MCP call means when it names none (default
+	// app.DefaultWorkspace); Version is the one MCP clients are told.
+	Workspace, Version string
 }
 
 // Token files in the data folder, each readable by the user alone.
@@ -180,7 +189,11 @@ func New(a *app.App, token string, ln net.Listener, opt Options) *Server {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	s := &Server{app: a, token: token, openai: opt.OpenAIToken, ui: opt.UI, metrics: opt.Metrics,
 		hosts: map[string]bool{}, origins: map[string]bool{},
-		readTimeout: opt.ReadTimeout, maxProgress: int64(opt.MaxProgressStreams)}
+		readTimeout: opt.ReadTimeout, maxProgress: int64(opt.MaxProgressStreams),
+		// The MCP sessions need no closing here: the SDK's handler has no
+		// public Close, and ends a session idle for mcp.SessionTimeout (or
+		// one its client deletes); the app outlives them all.
+		mcp: mcp.Handler(mcp.New(a, mcp.Options{Tracer: opt.Tracer, Workspace: opt.Workspace, Version: opt.Version}))}
 	if s.readTimeout <= 0 {
 		s.readTimeout = DefaultReadTimeout
 	}
@@ -204,6 +217,12 @@ func (s *Server) URL(ln net.Listener) string {
 // OpenAIBase is the base URL for OpenAI-compatible clients.
 func (s *Server) OpenAIBase(ln net.Listener) string {
 	return fmt.Sprintf("http://127.0.0.1:%d/v1", ln.Addr().(*net.TCPAddr).Port)
+}
+
+// MCPURL is the MCP endpoint (streamable HTTP); it takes the full token
+// as a bearer token.
+func (s *Server) MCPURL(ln net.Listener) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", ln.Addr().(*net.TCPAddr).Port)
 }
 
 // Serve serves on ln until ctx ends.
@@ -271,6 +290,12 @@ func (s *Server) Handler() http.Handler {
 	v1("GET /v1/models", s.openaiModels)
 	v1("POST /v1/embeddings", s.embeddings)
 	v1("POST /v1/rerank", s.rerank)
+	// MCP over streamable HTTP: the same tools and resources as `lore mcp`,
+	// behind the full token like the API. POST carries the calls, GET a
+	// session's stream of notifications, DELETE ends a session.
+	for _, method := range []string{"POST", "GET", "DELETE"} {
+		api(method+" /mcp", s.mcp.ServeHTTP)
+	}
 	if s.metrics != nil {
 		mux.Handle("GET /metrics", s.auth(scopeAll, s.metrics.ServeHTTP))
 	}
@@ -357,7 +382,7 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // and scripts) redirects to `/#token=…`, where the page takes the token
 // from the fragment; no cookie is set.
 func (s *Server) static(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.Path; strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/metrics" {
+	if p := r.URL.Path; strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/metrics" || strings.HasPrefix(p, "/mcp/") {
 		writeError(w, http.StatusNotFound, "no such endpoint") // not the UI's index page
 		return
 	}

@@ -79,7 +79,7 @@ func New(ctx context.Context) (*Telemetry, error) {
 		ctx := context.Background()
 		for name, ms := range tr.Stages {
 			hist.Record(ctx, ms, metric.WithAttributes(
-				attribute.String("stage", strings.TrimSuffix(name, "_ms")), attribute.Int("fallback_level", tr.FallbackLevel)))
+				attribute.String("stage", strings.TrimSuffix(name, "_ms")), attribute.Int("fallback_level", int(tr.FallbackLevel))))
 		}
 		route := attribute.String("route", cmp.Or(tr.RouteRole, "main"))
 		if tr.DraftAcceptRate != nil {

@@ -13,6 +13,7 @@ import (
 
 	"lore/app"
 	"lore/bench"
+	"lore/eval"
 )
 
 // ttftReport is what `lore bench ttft` measures: Enter → first token (the
@@ -41,6 +42,13 @@ type ttftReport struct {
 	PromptP50    float64 `json:"prompt_tokens_p50"`
 	ColdEvalP50  float64 `json:"cold_eval_tokens_p50"`
 	TypedEvalP50 float64 `json:"typed_eval_tokens_p50"`
+	// ContextTokens is the passage budget the questions ran with (0: auto).
+	ContextTokens int `json:"context_tokens"`
+	// ColdAccuracy and TypedAccuracy (with --answers) are the share of
+	// answers that hold a gold phrase (or, for a question the library
+	// cannot answer, decline): what the speed was bought with, if anything.
+	ColdAccuracy  *float64 `json:"cold_accuracy,omitempty"`
+	TypedAccuracy *float64 `json:"typed_accuracy,omitempty"`
 
 	FollowupP50    float64 `json:"followup_p50_ms"`
 	FollowupP95    float64 `json:"followup_p95_ms"`
@@ -54,6 +62,7 @@ type ttftReport struct {
 	RestartRestored  bool    `json:"restart_restored"`
 	RestartReadyMs   float64 `json:"restart_ready_ms"` // app start to warm, model load included
 	RestartFirstTTFT float64 `json:"restart_first_ttft_ms"`
+	RestartBudget    string  `json:"restart_budget_from"` // where the first question's passage budget came from
 
 	*stitchReport // with --stitched
 	*routeReport  // with --route
@@ -66,8 +75,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 	model := fs.String("model", "", "chat model GGUF `file` (default: a synthetic one of --shape)")
 	n := fs.Int("questions", 20, "questions per mode, from the sample library's labelled queries")
 	cps := fs.Float64("cps", 5, "typing speed in characters per second")
-	maxTokens := fs.Int("max-tokens", 8, "tokens generated per answer")
-	contextTokens := fs.Int("context-tokens", 0, "passage token budget (0: auto, about a second of prefill)")
+	maxTokens := fs.Int("max-tokens", 8, "tokens generated per answer (with --answers at least 64, enough to grade)")
+	contextTokens := fs.Int("context-tokens", fullContext, "passage token budget: the top-K passages whole by default (0: auto, about a second of prefill)")
+	answers := fs.String("answers", "", "grade the answers against this answer set (eval/answers-sample.jsonl: the sample library's), whose questions replace the labelled queries; use a real model (lore models fetch)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	only := fs.String("only", "cold,typed,followup,stitched,restart", "scenarios to run, comma-separated")
 	repair := fs.Int("repair", app.DefaultPassageRepair, "tokens of each stitched passage read again")
@@ -106,6 +116,13 @@ func benchTTFT(ctx context.Context, args []string) error {
 	qs, err := app.ReadEvalQueries(bytes.NewReader(bench.SampleQueries()))
 	if err != nil {
 		return err
+	}
+	gold := map[string]eval.Question{}
+	if *answers != "" {
+		if qs, gold, err = answerSet(*answers); err != nil {
+			return err
+		}
+		*maxTokens = max(*maxTokens, 64)
 	}
 	if *n > len(qs) {
 		*n = len(qs)
@@ -148,8 +165,13 @@ func benchTTFT(ctx context.Context, args []string) error {
 	// found tells whether a question's prompt held a document labelled
 	// relevant to it: what the answer had to go on.
 	found := map[string]bool{}
+	answer := map[string]*strings.Builder{}
 	askOne := func(q string, chat int64) (*app.Trace, error) {
+		answer[q] = &strings.Builder{}
 		return a.Ask(ctx, app.AskRequest{Question: q, ChatID: chat}, func(ev app.Event) error {
+			if tok, ok := ev.(app.Token); ok {
+				answer[q].WriteString(tok.Text)
+			}
 			if src, ok := ev.(app.Sources); ok {
 				found[q] = false
 				for _, s := range src {
@@ -168,9 +190,17 @@ func benchTTFT(ctx context.Context, args []string) error {
 			*n++
 		}
 	}
+	// right counts an answer that holds a gold phrase (or declines a
+	// question the library cannot answer).
+	right := func(n *int, q string) {
+		if g, ok := gold[q]; ok && correct(g, answer[q].String()) {
+			*n++
+		}
+	}
+	rep.ContextTokens = *contextTokens
 
 	var cold, prompts, coldEval []float64
-	var coldFound, typedFound int
+	var coldFound, typedFound, coldRight, typedRight int
 	for i, q := range qs[:*n] {
 		if !want("cold") {
 			break
@@ -181,6 +211,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 		}
 		cold = append(cold, tr.Stages[app.StageTTFT])
 		recall(&coldFound, q.Query)
+		right(&coldRight, q.Query)
 		prompts = append(prompts, float64(tr.PromptTokens))
 		coldEval = append(coldEval, float64(tr.EvalTokens))
 		logf("cold %2d/%d: ttft %6.0f ms, %d prompt tokens, %d evaluated", i+1, *n, tr.Stages[app.StageTTFT], tr.PromptTokens, tr.EvalTokens)
@@ -227,6 +258,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 			}
 			if mode == "typed" {
 				recall(&typedFound, q.Query)
+				right(&typedRight, q.Query)
 			}
 			st := tr.Stages
 			logf("%s %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d stitched, %d evaluated after Enter; passages: %d new, %d stale, %d late, %d tokens cut; ms: queue %.0f, retrieval %.0f (embed %.0f, rerank %.0f), assemble %.0f, prefill %.0f, first decode %.0f)", mode, i+1, len(qs),
@@ -250,6 +282,9 @@ func benchTTFT(ctx context.Context, args []string) error {
 	rep.LatePassages, rep.CutPassages = late, cut
 	rep.ColdRecall = round2(float64(coldFound) / float64(max(*n, 1)))
 	rep.TypedRecall = round2(float64(typedFound) / float64(max(*n, 1)))
+	if len(gold) > 0 {
+		rep.ColdAccuracy, rep.TypedAccuracy = new(round2(float64(coldRight)/float64(max(*n, 1)))), new(round2(float64(typedRight)/float64(max(*n, 1))))
+	}
 
 	// Follow-ups: a second question about the same document, in the same chat.
 	var follow, reuse, evalRatio, fresh []float64
@@ -338,7 +373,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep.RestartFirstTTFT = tr.Stages[app.StageTTFT]
+	rep.RestartFirstTTFT, rep.RestartBudget = tr.Stages[app.StageTTFT], tr.ContextBudgetFrom
 	return rep.print(*asJSON, *cps)
 }
 
@@ -346,19 +381,31 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 	if asJSON {
 		return printJSON(rep)
 	}
-	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median)\n", rep.Model, rep.Questions, int(rep.PromptP50))
-	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median)\n", rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50))
-	fmt.Printf("  cold prompts held a relevant document for %.0f%% of the questions\n", 100*rep.ColdRecall)
-	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%%, adopted %.0f%% at %.0f chars/s; %d passages left out and %d cut for time; prompts held a relevant document for %.0f%%)\n",
-		rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, 100*rep.PrefetchAdopted, cps, rep.LatePassages, rep.CutPassages, 100*rep.TypedRecall)
-	if rep.FollowupReuse < 0 {
+	budget := "auto"
+	if rep.ContextTokens > 0 {
+		budget = fmt.Sprintf("%d tokens", rep.ContextTokens)
+	}
+	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median), passage budget %s\n", rep.Model, rep.Questions, int(rep.PromptP50), budget)
+	acc := func(a *float64) string {
+		if a == nil {
+			return ""
+		}
+		return fmt.Sprintf("; accuracy %.0f%%", 100**a)
+	}
+	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median; prompts held a relevant document for %.0f%%%s)\n",
+		rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50), 100*rep.ColdRecall, acc(rep.ColdAccuracy))
+	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%%, adopted %.0f%% at %.0f chars/s; %d passages left out and %d cut for time; prompts held a relevant document for %.0f%%%s)\n",
+		rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, 100*rep.PrefetchAdopted, cps, rep.LatePassages, rep.CutPassages, 100*rep.TypedRecall, acc(rep.TypedAccuracy))
+	switch {
+	case rep.FollowupP50 == 0: // not run (--only)
+	case rep.FollowupReuse < 0:
 		fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (the server reports no cached tokens: reuse unknown)\n", rep.FollowupP50, rep.FollowupP95)
-	} else {
+	default:
 		fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (reuses %.0f%% of the previous prompt, evaluates %.0f%% of it again; %d new tokens, median)\n",
 			rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupReeval, int(rep.FollowupNew))
 	}
-	fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms\n",
-		rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT)
+	fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms (passage budget: %s)\n",
+		rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT, rep.RestartBudget)
 	if rep.stitchReport != nil {
 		rep.stitchReport.print()
 	}
@@ -366,6 +413,39 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 		rep.routeReport.print()
 	}
 	return nil
+}
+
+// fullContext is bench ttft's passage budget: the top-K passages whole (the
+// default top_k of them fit), as `lore eval answers` reads them.
+const fullContext = 3072
+
+// answerSet reads an answer set as the questions to ask, with each one's
+// gold answers by question.
+func answerSet(path string) ([]app.EvalQuery, map[string]eval.Question, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	set, err := eval.ReadQuestions(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	qs := make([]app.EvalQuery, len(set))
+	gold := map[string]eval.Question{}
+	for i, q := range set {
+		qs[i] = app.EvalQuery{Query: q.Query, Relevant: q.Relevant}
+		gold[q.Query] = q
+	}
+	return qs, gold, nil
+}
+
+// correct says whether answer is right for q.
+func correct(q eval.Question, answer string) bool {
+	if q.Unanswerable() {
+		return eval.Abstains(answer)
+	}
+	return eval.Match(answer, q.Answers)
 }
 
 // sameDocPairs pairs up to n questions whose relevant document is the same.

@@ -77,9 +77,14 @@ func modelsCmd(ctx context.Context, args []string) error {
 		return printJSON(map[string]any{"models": files, "system": sys})
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tKIND\tQUANT\tSIZE MB\tFITS\tPATH")
+	fmt.Fprintln(w, "NAME\tSOURCE\tKIND\tARCH\tQUANT\tSIZE MB\tCONTEXT\tRAM MB\tFITS\tPATH")
 	for _, m := range files {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, m.Kind, m.Quantization, m.Size>>20, yes(m.FitsInRAM), m.Path)
+		if m.Error != "" {
+			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s (%s)\n", m.Name, m.Source, m.Path, m.Error)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", m.Name, m.Source, m.Kind, m.Architecture, m.Quantization,
+			m.Size>>20, m.ContextLength, m.RAMEstimate>>20, yes(m.FitsInRAM), m.Path)
 	}
 	w.Flush()
 	if sys.CPU.Error != "" {

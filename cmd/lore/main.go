@@ -29,6 +29,7 @@ var commands = map[string]command{
 	"ask":         {"ask a question: ask [--model F] [--json] \"question\"", askCmd},
 	"traces":      {"recent traces and per-stage percentiles", tracesCmd},
 	"serve":       {"serve the HTTP API and web UI on loopback", serveCmd},
+	"mcp":         {"serve the library to an MCP client over stdio (read-only tools: search, ask, list_workspaces, index_status, get_passage)", mcpCmd},
 	"eval":        {"quality: eval retrieval|answers --queries FILE.jsonl", evalCmd},
 	"models":      {"model files found, the ones in use and their runner build: models [--json]; models fetch [NAME...]", modelsCmd},
 	"key":         {"the remote backends' API key in the OS keyring: key set|delete|status", keyCmd},

@@ -27,6 +27,9 @@ import (
 
 func TestMain(m *testing.M) {
 	app.MaybeServeWorker(os.Args) // a parse worker child process serves and exits here
+	if os.Getenv(asLore) == "1" { // a child process standing in for bin/lore (loreCommand)
+		os.Exit(run(context.Background(), os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

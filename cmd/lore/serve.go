@@ -45,10 +45,12 @@ func serveCmd(ctx context.Context, args []string) error {
 			ui = sub
 		}
 	}
-	s := server.New(a, token, ln, server.Options{UI: ui, Metrics: tel.Metrics, OpenAIToken: openai})
+	s := server.New(a, token, ln, server.Options{UI: ui, Metrics: tel.Metrics, OpenAIToken: openai, Tracer: tel.Tracer,
+		Workspace: f.workspace, Version: version()})
 	fmt.Println(s.URL(ln)) // first line: the URL to open, with the token
 	fmt.Fprintf(os.Stderr, "OpenAI-compatible API (chat, embeddings, rerank and models only): base URL %s, API key %s (kept in %s)\n",
 		s.OpenAIBase(ln), openai, filepath.Join(a.DataDir(), server.OpenAITokenFile))
+	fmt.Fprintf(os.Stderr, "MCP (streamable HTTP, read-only): %s with the header \"Authorization: Bearer TOKEN\", the URL's token\n", s.MCPURL(ln))
 	fmt.Fprintf(os.Stderr, "data in %s; Ctrl-C stops\n", a.DataDir())
 	return s.Serve(ctx, ln)
 }

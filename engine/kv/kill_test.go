@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,24 +25,33 @@ func TestKilledUnderPressure(t *testing.T) {
 		for i := 0; ; i++ {
 			toks := []int{i}
 			s.Put(key("m", toks), entry(toks, 5000+i%3000))
+			fmt.Println(i) // one line per state written, for the parent to count
 		}
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledUnderPressure$")
 	cmd.Env = append(os.Environ(), "LORE_KV_CHILD="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill once it has written well past the budget.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if n, _ := os.ReadDir(dir); len(n) > 12 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	// Kill once it has written well past the budget (40 states of 5 to 8
+	// kB, about four budgets), while it goes on writing. A child that
+	// stops writing is killed after a minute, and fails the count.
+	watchdog := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	written := 0
+	for sc := bufio.NewScanner(out); written < 40 && sc.Scan(); {
+		written++
 	}
-	time.Sleep(20 * time.Millisecond)
+	watchdog.Stop()
 	cmd.Process.Kill()
 	cmd.Wait()
+	if written < 40 {
+		t.Fatalf("the child wrote %d states, then stopped", written)
+	}
 
 	s, err := Open(Options{Dir: dir, RAMBytes: -1, DiskBytes: budget})
 	if err != nil {

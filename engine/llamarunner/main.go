@@ -3,12 +3,14 @@ package llamarunner
 import (
 	"fmt"
 	"os"
+
+	"lore/internal/stdio"
 )
 
 // Main runs a runner on this process's standard streams and exits. The
 // engine starts it as lore-runner-<variant> (cmd/lore-runner).
 func Main() {
-	out, err := ProtocolOutput()
+	out, err := stdio.ProtocolOutput()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
 		os.Exit(2)

@@ -525,7 +525,12 @@ try {
       assert.ok(r.bar && r.ms !== '' && r.start !== '', `${s} row has no bar/timing: ${JSON.stringify(r)}`);
     }
     assert.match(await tid('trace-question').textContent(), /volcano/);
-    assert.equal(rows.some((r) => r.stage === 'rerank'), false, 'no rerank model: no rerank row');
+    // No rerank model: the row stays, without a bar, saying skipped and why (the server's skipped_stages).
+    const rerank = rows.find((r) => r.stage === 'rerank');
+    assert.ok(rerank && !rerank.bar, `no rerank model: want a rerank row without a bar, got ${JSON.stringify(rerank)}`);
+    const why = tid('waterfall-row-rerank').locator('.wf-ms');
+    assert.equal(await why.textContent(), 'skipped');
+    assert.equal(await why.getAttribute('title'), 'no rerank model');
     await tid('stats-table').waitFor();
     await tid('history-item').first().waitFor();
     await browser.screenshot(page, 'e2e-latency', { fullPage: true });

@@ -11,6 +11,9 @@ describe('TTFT cause line', () => {
     expect(causeText(t)).toBe('prefill 99% of TTFT: 645 of 731 prompt tokens were new — fewer passages in the prompt: Top K, or Context tokens, in Settings — reading less can cost answer quality (see Support)');
     // An automatic budget (Context tokens 0) is named by the number it chose, not as a setting to lower.
     expect(ttftCause({ ...t, context_budget: 768 })!.knob).toBe('fewer passages in the prompt: Top K, or Context tokens (this prompt\'s passage budget: 768 tokens; 0 = automatic), in Settings — reading less can cost answer quality (see Support)');
+    // The trace says where the budget came from: the setting, or automatic.
+    expect(ttftCause({ ...t, context_budget: 900, context_budget_from: 'setting' })!.knob).toContain('900 tokens; set)');
+    expect(ttftCause({ ...t, context_budget: 512, context_budget_from: 'measured earlier' })!.knob).toContain('512 tokens; automatic)');
     const cached: Trace = { ...t, eval_tokens: 40 };
     expect(ttftCause(cached)!.knob).toMatch(/cache/);
     const queued: Trace = { request_id: 'q', stages: { ttft_ms: 2000, queue_ms: 1500, prefill_ms: 400 } };

@@ -25,6 +25,23 @@ function box(clientHeight = 300) {
 }
 
 describe('FollowScroll', () => {
+  it('keeps the end in view when the list itself shrinks (the chat list above it reloaded), unless held', () => {
+    const el = box();
+    let resized = () => {};
+    const f = new FollowScroll(el, (_el, cb) => { resized = cb; });
+    el.contentHeight = 500;
+    f.changed();
+    expect(el.scrollTop).toBe(200);
+    el.clientHeight = 220; // the box got shorter: the last 80 px are out of view
+    resized();
+    expect(el.scrollTop).toBe(280);
+    f.hold();
+    el.clientHeight = 150;
+    resized();
+    expect(el.scrollTop).toBe(280); // the user is reading above: the view stays
+    expect(f.button.hidden).toBe(false);
+  });
+
   it('keeps the end in view while following; a scroll up stops it and shows Jump to latest; jumping resumes', () => {
     const el = box();
     const f = new FollowScroll(el);

@@ -87,4 +87,11 @@ describe('Latency view', () => {
     const nums = text.split(' · ').slice(0, -1).map((p) => parseInt(p.replace(/,/g, ''), 10));
     expect(nums.reduce((a, b) => a + b, 0)).toBe(817);
   });
+
+  it('passage budget: the number and where it came from', () => {
+    const budget = (t: Trace) => renderDetails(t).querySelector('[data-testid="detail-budget"]')!.textContent;
+    expect(budget({ ...TRACE, context_budget: 1152, context_budget_from: 'measured earlier' })).toBe('1,152 tokens (automatic: the reading speed measured in an earlier run)');
+    expect(budget({ ...TRACE, context_budget: 3072, context_budget_from: 'setting' })).toBe('3,072 tokens (set in Settings)');
+    expect(budget({ ...TRACE, context_budget: undefined })).toBe('—');
+  });
 });

@@ -10,6 +10,7 @@ describe('rerank line', () => {
   it('names the remote reranker, the local fallback, or none', () => {
     expect(rerankText({ ...base, stages: { ...base.stages, rerank_ms: 40 } })).toBe('local');
     expect(rerankText(base)).toBe('not run');
+    expect(rerankText({ ...base, stages: { ...base.stages, rerank_ms: 0 }, skipped_stages: { rerank_ms: 'no rerank model' } })).toBe('not run: no rerank model');
     const remote = 'remote:http://127.0.0.1:46305/v1#rerank';
     expect(rerankText({ ...base, rerank_route: remote })).toBe(remote);
     const fb = `rerank@36e39bc0 (fallback from ${remote})`;

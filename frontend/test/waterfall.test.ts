@@ -34,6 +34,16 @@ describe('layoutWaterfall', () => {
     expect(r.first_decode.x).toBeCloseTo(727 / 790, 9);
   });
 
+  it('lists a skipped stage with the reason the server gave, without a bar', () => {
+    const { rerank_ms: _, ...starts } = TRACE.stage_starts!;
+    const t: Trace = { ...TRACE, stage_starts: starts, skipped_stages: { rerank_ms: 'no rerank model' } };
+    const r = byStage(t);
+    expect(r.rerank).toMatchObject({ durMs: 0, x: null, skipped: 'no rerank model' });
+    const row = renderWaterfall(t).querySelector('[data-testid="waterfall-row-rerank"] .wf-ms')!;
+    expect(row.textContent).toBe('skipped');
+    expect(row.getAttribute('title')).toBe('no rerank model');
+  });
+
   it('lists rows in pipeline order, with the optional ones the trace has', () => {
     expect(layoutWaterfall(TRACE).rows.map((r) => r.stage)).toEqual([
       'retrieval', 'embed', 'vector', 'bm25', 'rerank', 'prompt_assemble', 'queue', 'tokenize', 'prefill', 'first_decode', 'flush', 'paint', 'decode',

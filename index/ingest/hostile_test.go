@@ -11,12 +11,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"lore/index/chunk"
+	"lore/index/parse"
 	"lore/index/walk"
 	"lore/store"
 )
@@ -234,8 +237,9 @@ func hostileFolder(t testing.TB, dir string) (want map[string]string, markers ma
 }
 
 // TestHostileFolder indexes a folder of good files and every hostile shape and format
-// known to have hung, crashed or leaked: it must finish in well under a minute, keep
-// every good file, list every bad one with its reason, and expose nothing from outside.
+// known to have hung, crashed or leaked: it must finish (a hang fails at the run's
+// deadline; how long it took is logged), keep every good file, list every bad one with
+// its reason (each cap or limit that stopped it), and expose nothing from outside.
 func TestHostileFolder(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
@@ -253,9 +257,6 @@ func TestHostileFolder(t *testing.T) {
 		took.Round(time.Millisecond), sum.Files, sum.Indexed, sum.Skipped, len(sum.Errors), sum.Chunks)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
-	}
-	if took > time.Minute {
-		t.Errorf("indexing took %v, want well under a minute", took)
 	}
 
 	// What the run said about each path.
@@ -333,7 +334,14 @@ func TestHostileFolderCancel(t *testing.T) {
 		var canceledAt atomic.Int64
 		timer := time.AfterFunc(delay, func() { canceledAt.Store(time.Now().UnixNano()); cancel() })
 		var phase atomic.Value
-		sum, err := ix.Run(rctx, "hostile", []string{dir}, Options{Progress: func(p Progress) {
+		var after atomic.Int64 // token counts made after the cancel
+		count := func(s string) int {
+			if rctx.Err() != nil {
+				after.Add(1)
+			}
+			return chunk.Approx(s)
+		}
+		sum, err := ix.Run(rctx, "hostile", []string{dir}, Options{Chunk: chunk.Options{Count: count}, Progress: func(p Progress) {
 			if p.Phase != PhaseDone {
 				phase.Store(p.Phase)
 			}
@@ -348,9 +356,16 @@ func TestHostileFolderCancel(t *testing.T) {
 			t.Fatalf("cancel after %v: Run = %v", delay, err)
 		default:
 			late := returned.Sub(time.Unix(0, canceledAt.Load()))
-			t.Logf("cancel after %v, in phase %v: Run returned %v later", delay, phase.Load(), late.Round(time.Millisecond))
-			if late > 5*time.Second { // a second is the goal; this only catches a run that went on
-				t.Errorf("cancel after %v: Run returned %v later", delay, late)
+			t.Logf("cancel after %v, in phase %v: Run returned %v later, %d token counts later", delay, phase.Load(), late.Round(time.Millisecond), after.Load())
+			// A second is the goal (logged). A run that went on chunks the folder's other
+			// documents (tens of thousands of chunks), where one that stops counts a few
+			// more pieces of those in hand (one per worker); or it waits for the document
+			// in hand to end by its parse timeout: that, not a slow machine, fails here.
+			if n := after.Load(); n > int64(64*runtime.GOMAXPROCS(0)) {
+				t.Errorf("cancel after %v: the run went on chunking: %d token counts after the cancel", delay, n)
+			}
+			if late > parse.DefaultTimeout/2 {
+				t.Errorf("cancel after %v: Run returned %v later, as if it waited for a parse timeout (%v)", delay, late, parse.DefaultTimeout)
 			}
 		}
 		if err := db.Check(ctx); err != nil {

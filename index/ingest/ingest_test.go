@@ -323,8 +323,9 @@ func TestEmbedFailureKeepsParsedWork(t *testing.T) {
 	if n, err := ix.Embed(ctx, "w", Options{}); err != nil || n != 0 {
 		t.Errorf("Embed with nothing left = %d, %v", n, err)
 	}
-	// Cancellation between batches.
-	ix.Embedder = &hashEmbedder{model: "other", delay: time.Second}
+	// Cancellation between batches: the embedder answers only once its
+	// context ends, so the deadline, not a race with it, ends the call.
+	ix.Embedder = &hashEmbedder{model: "other", delay: time.Hour}
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	if _, err := ix.Embed(cctx, "w", Options{}); !errors.Is(err, context.DeadlineExceeded) {

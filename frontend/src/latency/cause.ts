@@ -33,12 +33,12 @@ const PHRASES: Record<string, string> = {
 };
 
 /** The biggest part of TTFT, with its explanation; undefined when the trace has no TTFT. */
-// fewerPassages is the prefill advice. The trace holds the passage budget the
-// question ran under, not whether it was set or automatic (Context tokens 0),
-// so the advice names the number and what reading less costs.
+// fewerPassages is the prefill advice: it names the passage budget the question
+// ran under, whether set or automatic (Context tokens 0), and what reading less costs.
 function fewerPassages(t: Trace): string {
   const budget = t.context_budget ?? 0;
-  const set = budget > 0 ? ` (this prompt's passage budget: ${fmtInt(budget)} tokens; 0 = automatic)` : '';
+  const how = t.context_budget_from === 'setting' ? 'set' : t.context_budget_from ? 'automatic' : '0 = automatic';
+  const set = budget > 0 ? ` (this prompt's passage budget: ${fmtInt(budget)} tokens; ${how})` : '';
   return `fewer passages in the prompt: Top K, or Context tokens${set}, in Settings — reading less can cost answer quality (see Support)`;
 }
 

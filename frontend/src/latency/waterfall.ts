@@ -23,7 +23,7 @@ export const WATERFALL_ROWS: RowDef[] = [
   { stage: 'embed', key: 'embed_ms', label: 'embed', parent: 'retrieval' },
   { stage: 'vector', key: 'vector_ms', label: 'vector', group: 'retrieval', parent: 'retrieval' },
   { stage: 'bm25', key: 'bm25_ms', label: 'bm25', group: 'retrieval', parent: 'retrieval' },
-  // Only when a rerank model ran: a skipped rerank has no stage, and no bar.
+  // A skipped rerank is listed with the server's reason, without a bar.
   { stage: 'rerank', key: 'rerank_ms', label: 'rerank', optional: true },
   { stage: 'prompt_assemble', key: 'prompt_assemble_ms', label: 'prompt assembly' },
   // The wait for the model, which answers one question at a time (no model, as in an extractive answer: no
@@ -49,6 +49,8 @@ export interface WaterfallRow extends RowDef {
   w: number | null;
   /** The bar overlaps another row of the same group in time. */
   parallel: boolean;
+  /** Why the stage did not run (the trace's skipped_stages), else undefined. */
+  skipped?: string;
 }
 
 export interface Marker {
@@ -102,6 +104,8 @@ export function layoutWaterfall(trace: Trace, opts: { minWidth?: number } = {}):
   if (!(axis > 0)) axis = 1;
 
   const rows: WaterfallRow[] = raw.map(({ def, start, dur }) => {
+    const skipped = trace.skipped_stages?.[def.key];
+    if (skipped !== undefined) return { ...def, startMs: null, durMs: 0, x: null, w: null, parallel: false, skipped };
     if (start === null || dur === null) return { ...def, startMs: start, durMs: dur, x: null, w: null, parallel: false };
     let x = start / axis;
     let w = Math.max(dur / axis, minW);

@@ -126,11 +126,15 @@ export interface Trace {
   eval_tokens?: number;
   context_chunks?: number;
   context_budget?: number;
+  /** Where the passage budget came from: setting, measured, measured earlier (a former run), assumed. */
+  context_budget_from?: string;
   embed_cache_hit?: boolean;
   retrieval_cache_hit?: boolean;
   first_token_at?: string;
   stages: StageMap;
   stage_starts?: StageMap;
+  /** Why a stage of the question's path did not run (its stage is then 0 ms), by stage key. */
+  skipped_stages?: Record<string, string>;
   decode_tokens?: number;
   decode_tok_s?: number;
   /**

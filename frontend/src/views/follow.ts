@@ -24,7 +24,10 @@ export class FollowScroll {
   /** scrollTop at the last scroll event (or the last scroll made here): a smaller one is the user going up. */
   private lastTop = 0;
 
-  constructor(private readonly el: Scroller & Partial<Pick<HTMLElement, 'addEventListener'>>) {
+  constructor(
+    private readonly el: Scroller & Partial<Pick<HTMLElement, 'addEventListener'>>,
+    observe: ((el: unknown, cb: () => void) => void) | undefined = resizeObserver,
+  ) {
     this.button = h('button', {
       type: 'button', class: 'btn small jump-latest', testid: 'jump-latest', text: 'Jump to latest ↓', hidden: true,
       on: { click: () => this.jump() },
@@ -34,6 +37,9 @@ export class FollowScroll {
     el.addEventListener?.('wheel', (ev) => {
       if ((ev as WheelEvent).deltaY < 0) this.hold();
     }, { passive: true });
+    // The list's own box changes too (the chat list above it reloads, the line under the question box wraps):
+    // no content event says so, yet the end it showed would slip out of view.
+    observe?.(el, () => this.changed());
   }
 
   get isFollowing(): boolean {
@@ -78,4 +84,10 @@ export class FollowScroll {
     if (this.el.scrollTop !== top) this.el.scrollTop = top;
     this.lastTop = this.el.scrollTop;
   }
+}
+
+/** Calls back when el's box changes size, where the browser can say so (not in unit tests' stand-ins). */
+function resizeObserver(el: unknown, cb: () => void): void {
+  if (typeof ResizeObserver === 'undefined' || !(el instanceof Element)) return;
+  new ResizeObserver(cb).observe(el);
 }

@@ -34,7 +34,8 @@ export function renderWaterfall(trace: Trace): HTMLElement {
       h('div', { class: `wf-row${r.parallel ? ' parallel' : ''}${r.parent ? ' child' : ''}`, testid: `waterfall-row-${r.stage}`, attrs: { 'data-stage': r.stage, 'data-start-ms': r.startMs ?? '', 'data-ms': r.durMs ?? '' } },
         h('span', { class: 'wf-label', text: (r.parallel ? '‖ ' : '') + r.label }),
         svg('svg', { class: 'wf-track', 'aria-hidden': 'true' }, ...markerLines(), bar),
-        h('span', { class: 'wf-ms', text: r.startMs === null ? `${fmtMs(r.durMs)} (no start)` : fmtMs(r.durMs) }),
+        h('span', { class: 'wf-ms', title: r.skipped ?? '',
+          text: r.skipped !== undefined ? 'skipped' : r.startMs === null ? `${fmtMs(r.durMs)} (no start)` : fmtMs(r.durMs) }),
       ),
     );
   }
@@ -126,6 +127,7 @@ export function renderDetails(t: Trace): HTMLElement {
     ...item('Speculation', specText(t), 'detail-spec'),
     ...item('Version', t.version_id || '—', 'detail-version'),
     ...item('Context chunks', fmtInt(t.context_chunks), 'detail-chunks'),
+    ...item('Passage budget', budgetText(t), 'detail-budget', BUDGET_TITLE),
     ...item('Decode', `${fmtRate(t.decode_tok_s, 'tok/s')} · ${fmtInt(t.decode_tokens)} tokens in ${fmtMs(s.decode_ms)}`, 'detail-decode'),
     ...item('Total', fmtMs(s.total_ms), 'detail-total'),
   );
@@ -138,9 +140,26 @@ export function routeText(t: Trace): string {
   return `${t.route} (${t.route_role} model${t.route_reason ? `: ${t.route_reason}` : ''})`;
 }
 
+const BUDGET_TITLE = 'The most passage tokens this prompt could hold: Context tokens in Settings, or (0 = automatic) about a second of reading at the speed this model measured on this machine';
+
+/** The passage budget and where it came from (the setting, a measured speed, or a guess before any). */
+export function budgetText(t: Trace): string {
+  if (!t.context_budget) return '—';
+  const from: Record<string, string> = {
+    setting: 'set in Settings',
+    measured: 'automatic: the reading speed measured now',
+    'measured earlier': 'automatic: the reading speed measured in an earlier run',
+    assumed: 'automatic: nothing measured yet, a guess',
+  };
+  const why = t.context_budget_from ? from[t.context_budget_from] ?? t.context_budget_from : '';
+  return `${fmtInt(t.context_budget)} tokens${why ? ` (${why})` : ''}`;
+}
+
 /** Which reranker ran: a remote one, the local one standing in for a failed remote, or none (README, "Fallback levels"). */
 export function rerankText(t: Trace): string {
   if (t.rerank_route) return t.rerank_route;
+  const skipped = t.skipped_stages?.rerank_ms;
+  if (skipped !== undefined) return `not run: ${skipped}`;
   return t.stages?.rerank_ms != null ? 'local' : 'not run';
 }
 
