@@ -148,19 +148,25 @@ type App struct {
 	jobs *jobs
 
 	// life ends at Close; tasks are the goroutines started with spawn,
-	// which Close waits for.
-	life  context.Context
-	end   context.CancelFunc
-	tasks sync.WaitGroup
+	// which Close waits for (none starts once closing is set).
+	life    context.Context
+	end     context.CancelFunc
+	tasksMu sync.Mutex
+	closing bool
+	tasks   sync.WaitGroup
 }
 
 // spawn runs f in a goroutine the app owns: its context ends at Close,
-// which waits for it to return.
-func (a *App) spawn(f func(ctx context.Context)) {
-	if a.life.Err() != nil {
-		return // closed
+// which waits for it to return. It is false, and f does not run, once the
+// app is closing: the caller undoes what it prepared for f.
+func (a *App) spawn(f func(ctx context.Context)) bool {
+	a.tasksMu.Lock()
+	defer a.tasksMu.Unlock()
+	if a.closing {
+		return false
 	}
 	a.tasks.Go(func() { f(a.life) })
+	return true
 }
 
 // DefaultDataDir is $LORE_DATA, else the OS's per-user data folder.
@@ -220,8 +226,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a.stored = a.settings
 	if a.prefill, err = newPrefillMeter(ctx, db); err != nil {
-		db.Close()
-		return nil, err
+		a.log.Warn("measured prefill speeds not loaded: measuring again", "err", err)
 	}
 	cfg.runOnly(&a.settings)
 	if err := a.settings.validate(); err != nil {
@@ -268,7 +273,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	if cfg.Warm {
 		m := a.cur
-		a.spawn(func(ctx context.Context) { a.warm(ctx, m) })
+		a.spawn(func(ctx context.Context) { a.warm(ctx, m) }) // New has not returned: nothing closes it yet
 	} else {
 		close(a.cur.warmed)
 	}
@@ -313,6 +318,9 @@ func (a *App) Close() error {
 	sets := append(a.retired, a.cur)
 	a.retired, a.cur = nil, nil
 	a.mu.Unlock()
+	a.tasksMu.Lock()
+	a.closing = true // no new task: Close waits for those running
+	a.tasksMu.Unlock()
 	a.end() // the warm-ups and read-ahead stop; the runners' end stops what ignores it
 	for _, m := range sets {
 		m.closeAll()

@@ -222,7 +222,9 @@ func (a *App) switchModels(s Settings) error {
 	old.refs++ // let it go through let, which closes what no one holds
 	a.mu.Unlock()
 	a.let(old)
-	a.spawn(func(ctx context.Context) { a.warm(ctx, &next) })
+	if !a.spawn(func(ctx context.Context) { a.warm(ctx, &next) }) {
+		close(next.warmed) // closing: no warm-up, and nothing waits on one
+	}
 	return nil
 }
 
@@ -327,10 +329,17 @@ func (a *App) WaitWarm(ctx context.Context) error {
 }
 
 // notePrefill records that model read tokens from position start in ms.
+// The figures are saved in the background: the answer that measured
+// them does not wait on the database.
 func (a *App) notePrefill(model string, start, tokens int, ms float64) {
-	if err := a.prefill.note(a.life, model, start, tokens, ms); err != nil {
-		a.log.Warn("prefill speed", "model", model, "err", err)
+	if !a.prefill.note(model, start, tokens, ms) {
+		return
 	}
+	a.spawn(func(ctx context.Context) {
+		if err := a.prefill.save(context.WithoutCancel(ctx)); err != nil {
+			a.log.Warn("save the measured prefill speed", "model", model, "err", err)
+		}
+	})
 }
 
 // PrefillSpeed is the main chat model's measured prompt-reading speed in

@@ -121,7 +121,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	prefix, ok := x.laid.untilQuestion()
 	if !ok {
 		let()
-		return PrefetchResult{}, fmt.Errorf("prefetch: the prompt does not end with the question")
+		return PrefetchResult{Passages: len(x.passages), Reason: "the model's template does not keep the question last"}, nil
 	}
 	res := PrefetchResult{Passages: len(x.passages)}
 	// A draft for a new chat: the answer sequence's old conversation
@@ -137,7 +137,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		res.Reason = reason
 		return res, nil
 	}
-	a.spawn(func(life context.Context) {
+	started := a.spawn(func(life context.Context) {
 		defer let()
 		// The draft's request has ended by now: the read-ahead lives until
 		// a question is asked (untilAsk, which ends with the app too).
@@ -155,6 +155,10 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 			a.log.Warn("prefetch", "err", err)
 		}
 	})
+	if !started { // the app is closing
+		let()
+		return PrefetchResult{Passages: len(x.passages), Reason: "closing"}, nil
+	}
 	res.Started = true
 	return res, nil
 }

@@ -52,12 +52,16 @@ func newPrefillMeter(ctx context.Context, db *store.DB) (*prefillMeter, error) {
 	m := &prefillMeter{speed: map[string]float64{}, cost: map[string]*prefillCost{}, saved: map[string]bool{}, db: db}
 	var s savedPrefill
 	if _, err := db.Setting(ctx, prefillKey, &s); err != nil {
-		return nil, fmt.Errorf("load the measured prefill speeds: %w", err)
+		// Only what was measured is lost: the next prefill measures again.
+		return m, fmt.Errorf("load the measured prefill speeds: %w", err)
 	}
 	if s.Machine != machineID() {
 		return m, nil // measured elsewhere (or never)
 	}
 	for id, v := range s.Models {
+		if !(v.TokS > 0 && !math.IsInf(v.TokS, 0)) {
+			continue
+		}
 		m.speed[id] = v.TokS
 		c := prefillCost{}
 		c.s11, c.s12, c.s22, c.t1, c.t2 = v.Cost[0], v.Cost[1], v.Cost[2], v.Cost[3], v.Cost[4]
@@ -67,11 +71,11 @@ func newPrefillMeter(ctx context.Context, db *store.DB) (*prefillMeter, error) {
 	return m, nil
 }
 
-// note records that model read tokens from position start in ms, and saves
-// the figures.
-func (m *prefillMeter) note(ctx context.Context, model string, start, tokens int, ms float64) error {
+// note records that model read tokens from position start in ms; false
+// when the read was too short to say anything (nothing to save).
+func (m *prefillMeter) note(model string, start, tokens int, ms float64) bool {
 	if tokens < 16 || ms <= 0 {
-		return nil
+		return false
 	}
 	m.mu.Lock()
 	m.speed[model] = ewma(m.speed[model], float64(tokens)/(ms/1000))
@@ -83,9 +87,10 @@ func (m *prefillMeter) note(ctx context.Context, model string, start, tokens int
 	c.add(start, tokens, ms)
 	delete(m.saved, model)
 	m.mu.Unlock()
-	return m.save(ctx)
+	return true
 }
 
+// save writes the figures to the data folder.
 func (m *prefillMeter) save(ctx context.Context) error {
 	m.saveMu.Lock()
 	defer m.saveMu.Unlock()

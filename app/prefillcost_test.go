@@ -81,9 +81,15 @@ func TestPrefillMeterSaved(t *testing.T) {
 		t.Fatalf("a new data folder knows a speed: %v", s)
 	}
 	for _, r := range []struct{ start, n int }{{0, 86}, {86, 700}, {300, 300}} {
-		if err := m.note(ctx, "chat@1", r.start, r.n, float64(r.n)*4); err != nil {
-			t.Fatal(err)
+		if !m.note("chat@1", r.start, r.n, float64(r.n)*4) {
+			t.Fatalf("a read of %d tokens was not noted", r.n)
 		}
+	}
+	if m.note("chat@1", 0, 3, 1) {
+		t.Error("a 3-token read was noted: too short to say anything")
+	}
+	if err := m.save(ctx); err != nil {
+		t.Fatal(err)
 	}
 	want, _ := m.tokS("chat@1")
 	wantN := m.readable("chat@1", 200, 900)
@@ -96,13 +102,17 @@ func TestPrefillMeterSaved(t *testing.T) {
 	if got != want || !saved || again.readable("chat@1", 200, 900) != wantN {
 		t.Errorf("after a restart: %.1f tok/s (saved %v), %d tokens readable; want %.1f, %d", got, saved, again.readable("chat@1", 200, 900), want, wantN)
 	}
-	if err := again.note(ctx, "chat@1", 0, 100, 400); err != nil {
-		t.Fatal(err)
-	}
+	again.note("chat@1", 0, 100, 400)
 	if _, saved := again.tokS("chat@1"); saved {
 		t.Error("a speed measured in this run still reads as saved")
 	}
 
+	if err := db.PutSetting(ctx, prefillKey, "not the saved form"); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := newPrefillMeter(ctx, db); err == nil || bad == nil {
+		t.Errorf("unreadable figures: %v, %v; want an error and an empty meter to measure again", bad, err)
+	}
 	if err := db.PutSetting(ctx, prefillKey, savedPrefill{Machine: "another CPU", Models: map[string]savedModel{"chat@1": {TokS: 999}}}); err != nil {
 		t.Fatal(err)
 	}

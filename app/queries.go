@@ -512,9 +512,11 @@ func (a *App) Stats(ctx context.Context, window string) (TraceStats, error) {
 			EmbedLookup       bool               `json:"embed_lookup"`
 			Support           *float64           `json:"support"`
 			Stages            map[string]float64 `json:"stages"`
+			Skipped           map[string]string  `json:"skipped_stages"`
 		}
 		ok := json.Unmarshal(r.JSON, &t) == nil
-		if _, retrieved := t.Stages[StageRetrieval]; ok && retrieved {
+		_, skipped := t.Skipped[StageRetrieval]
+		if _, retrieved := t.Stages[StageRetrieval]; ok && retrieved && !skipped {
 			out.Caches.Retrieval.add(t.RetrievalCacheHit)
 			if t.EmbedLookup {
 				out.Caches.Embedding.add(t.EmbedCacheHit)

@@ -40,6 +40,16 @@ describe('FollowScroll', () => {
     resized();
     expect(el.scrollTop).toBe(280); // the user is reading above: the view stays
     expect(f.button.hidden).toBe(false);
+    // Another view opened (the list hidden: a 0-px box reading scrollTop 0), then back: still held, not followed.
+    const top = el.scrollTop;
+    el.clientHeight = 0;
+    el.scrollTop = 0;
+    resized();
+    el.clientHeight = 150;
+    el.scrollTop = top;
+    resized();
+    expect(f.isFollowing).toBe(false);
+    expect(el.scrollTop).toBe(top);
   });
 
   it('keeps the end in view while following; a scroll up stops it and shows Jump to latest; jumping resumes', () => {

@@ -39,7 +39,17 @@ export class FollowScroll {
     }, { passive: true });
     // The list's own box changes too (the chat list above it reloads, the line under the question box wraps):
     // no content event says so, yet the end it showed would slip out of view.
-    observe?.(el, () => this.changed());
+    observe?.(el, () => this.resized());
+  }
+
+  /**
+   * The list's box changed size: keep the end in view while following. A hidden list (another view open: a 0-px
+   * box whose scrollTop reads 0) says nothing about where the user is, so it changes nothing.
+   */
+  resized(): void {
+    if (this.el.clientHeight === 0) return;
+    if (this.following) this.toBottom();
+    else this.button.hidden = nearBottom(this.el);
   }
 
   get isFollowing(): boolean {
