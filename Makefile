@@ -126,12 +126,12 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 	cd frontend && npm ci
 
 # The desktop app (Linux: GTK 3 + WebKitGTK 4.1). A plain `go build` with Wails' tags: `wails build` would
-# add -I build/ to CGO_CXXFLAGS. Other platforms: see the README.
+# add -I build/ to CGO_CXXFLAGS. Other platforms: see docs/build.md.
 # It starts the runners that `make build` puts beside it in bin/.
 app: headers ui build
 	$(GO) build -tags '$(APP_TAGS)' -ldflags '-s -w' -o $(APP) .
 
-# The pinned Wails CLI (tools/go.mod): `wails build` for macOS/Windows packaging (see the README).
+# The pinned Wails CLI (tools/go.mod): `wails build` for macOS/Windows packaging (see docs/build.md).
 wails: $(WAILS)
 
 $(WAILS): tools/go.mod tools/go.sum

@@ -3,7 +3,7 @@
 // the bindings in desktop.go instead of HTTP.
 //
 // Build it with `make app` (Linux: tags desktop,production,webkit2_41); see
-// the README for macOS and Windows. Without the Wails build tags wails.Run
+// docs/build.md for macOS and Windows. Without the Wails build tags wails.Run
 // is a stub that fails at run time, so `go vet ./...` and `go test ./...`
 // need no GTK or WebKit.
 //

@@ -54,8 +54,8 @@ const MaxQuestion = 8000
 // finished trace (also stored). Everything that can refuse the question
 // (bad input, unknown workspace or chat, a full queue) does so before the
 // first event, so a front door can still answer with a plain status. A
-// failing stage degrades the answer (see the fallback levels in the
-// README); it never loses the request.
+// failing stage degrades the answer (see the fallback levels in
+// docs/design.md); it never loses the request.
 func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error) {
 	x, err := a.admitAsk(ctx, req, emit)
 	if err != nil {

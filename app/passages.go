@@ -25,7 +25,7 @@ import (
 // for a model whose measured fidelity (MeasureFidelity) is below the floor.
 
 // DefaultPassageRepair is Settings.PassageRepair's default: the k that the
-// fidelity table of `lore bench ttft --fidelity` favoured (see README).
+// fidelity table of `lore bench ttft --fidelity` favoured (docs/performance.md).
 const DefaultPassageRepair = 16
 
 // passageQueue is the background work of saving passages' KV: one at a

@@ -61,7 +61,7 @@ type Options struct {
 	Threads   int    // default: physical cores
 	GPULayers int
 	// FlashAttention is "auto", "on" or "off" (default "off": CPU prefill
-	// measured 1.27x faster at 1,024 tokens and 1.63x at 3,000, see README).
+	// measured 1.27x faster at 1,024 tokens and 1.63x at 3,000: docs/performance.md).
 	FlashAttention string
 	// QueueCapacity bounds waiting callers; beyond it calls fail with ErrBusy
 	// (default 64, negative means unbounded).

@@ -103,7 +103,7 @@ const FALLBACKS: Record<string, string> = {
   '3': '3 · extractive (no model)',
 };
 
-/** "1" → "1 · rerank skipped" (README, "Fallback levels"). */
+/** "1" → "1 · rerank skipped" (docs/design.md, "Fallback levels"). */
 export function fallbackLabel(level: string): string {
   return FALLBACKS[level] ?? level;
 }

@@ -155,7 +155,7 @@ export function budgetText(t: Trace): string {
   return `${fmtInt(t.context_budget)} tokens${why ? ` (${why})` : ''}`;
 }
 
-/** Which reranker ran: a remote one, the local one standing in for a failed remote, or none (README, "Fallback levels"). */
+/** Which reranker ran: a remote one, the local one standing in for a failed remote, or none (docs/design.md, "Fallback levels"). */
 export function rerankText(t: Trace): string {
   if (t.rerank_route) return t.rerank_route;
   const skipped = t.skipped_stages?.rerank_ms;
