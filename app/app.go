@@ -48,6 +48,8 @@ type localChat interface {
 	Reserve(ctx context.Context) (release func())
 	// CachePassage saves a passage's KV, evaluated after prefix.
 	CachePassage(ctx context.Context, prefix, passage string) (engine.Stats, error)
+	// Info describes the loaded model (its attention window among it).
+	Info() engine.Info
 }
 
 var _ localChat = (*engine.Model)(nil)

@@ -80,10 +80,10 @@ func (a *App) MeasureFidelity(ctx context.Context, req FidelityRequest) (Fidelit
 	}
 	m, let := a.hold()
 	defer let()
-	chat := local(m.chat)
-	if chat == nil {
-		return Fidelity{}, errors.New("fidelity: needs a local chat model")
+	if why := cannotStitch(m.chat); why != "" {
+		return Fidelity{}, fmt.Errorf("fidelity: %s", why)
 	}
+	chat := local(m.chat)
 	prefix, err := passagePrefix(m.chat.Template())
 	if err != nil {
 		return Fidelity{}, err

@@ -65,8 +65,8 @@ func (x *ask) stitchFor() *engine.Stitch {
 		x.t.Stitch, x.t.StitchNote = "refused", why
 		return nil
 	}
-	if local(x.gen) == nil {
-		return refuse("the chat model is not local")
+	if why := cannotStitch(x.gen); why != "" {
+		return refuse(why)
 	}
 	prefix, err := passagePrefix(x.gen.Template())
 	if err != nil {
@@ -78,6 +78,19 @@ func (x *ask) stitchFor() *engine.Stitch {
 	}
 	x.t.Stitch, x.t.StitchNote = "on", note
 	return &engine.Stitch{Prefix: prefix, Repair: x.s.PassageRepair}
+}
+
+// cannotStitch says why g's prompts can never hold saved passage KV ("":
+// they can).
+func cannotStitch(g Generator) string {
+	l := local(g)
+	switch {
+	case l == nil:
+		return "the chat model is not local"
+	case l.Info().SlidingWindow > 0:
+		return "the chat model attends through a sliding window: saved passages cannot be placed"
+	}
+	return ""
 }
 
 // noteStitch copies what stitching did into the trace.
@@ -94,10 +107,7 @@ func (x *ask) noteStitch(st engine.Stats) {
 // the setting is on, the chat model can and its fidelity allows stitching;
 // it reports whether it did.
 func (x *ask) queuePassages() bool {
-	if !x.s.PassageKV || x.parts == nil || x.gen == nil {
-		return false
-	}
-	if local(x.gen) == nil {
+	if !x.s.PassageKV || x.parts == nil || x.gen == nil || cannotStitch(x.gen) != "" {
 		return false
 	}
 	if why, _ := x.a.fidelityRefuses(x.ctx, x.gen.ID(), x.s.PassageRepair); why != "" {

@@ -109,6 +109,7 @@ type Info struct {
 	Template string `json:"template"`
 	NumCtx   int    `json:"num_ctx"`
 	Threads  int    `json:"threads"`
+	Seqs     int    `json:"seqs"` // sequences in the context
 	// CPUVariant is the runner build in use (avx512, avx2, …).
 	CPUVariant string `json:"cpu_variant"`
 }
@@ -215,7 +216,7 @@ func Open(opt Options) (*Model, error) {
 		tmpl:  tmpl,
 		queue: NewQueue(max(opt.QueueCapacity, 0)),
 		info: Info{Info: gi, Path: opt.Path, Template: tmpl.Name,
-			NumCtx: opt.NumCtx, Threads: opt.Threads, CPUVariant: variant},
+			NumCtx: opt.NumCtx, Threads: opt.Threads, Seqs: opt.Seqs, CPUVariant: variant},
 	}, nil
 }
 

@@ -64,12 +64,17 @@ type engineBench struct {
 	System         string             `json:"system"`
 	WeightBuffers  []string           `json:"weight_buffers"`
 	FlashAttention string             `json:"flash_attention"`
+	Seqs           int                `json:"seqs"` // sequences in the context (the app's chat models: 3)
 	PrefillTokS    map[string]float64 `json:"prefill_tok_s"`
-	DecodeTokS     float64            `json:"decode_tok_s"`
-	TTFTColdMs     float64            `json:"ttft_cold_ms"`
-	TTFTCachedMs   float64            `json:"ttft_cached_ms"`
-	PromptTokens   int                `json:"prompt_tokens"`
-	CachedTokens   int                `json:"cached_tokens"`
+	// With --ollama: Ollama's prompt evaluation of the same texts from the
+	// same file, interleaved with Lore's, and Lore's speed over it.
+	OllamaPrefillTokS map[string]float64 `json:"ollama_prefill_tok_s,omitempty"`
+	OllamaRatio       map[string]float64 `json:"ollama_ratio,omitempty"`
+	DecodeTokS        float64            `json:"decode_tok_s"`
+	TTFTColdMs        float64            `json:"ttft_cold_ms"`
+	TTFTCachedMs      float64            `json:"ttft_cached_ms"`
+	PromptTokens      int                `json:"prompt_tokens"`
+	CachedTokens      int                `json:"cached_tokens"`
 	// CacheRatio is the cached TTFT over the cold TTFT scaled by the share of
 	// tokens left to evaluate: 1.0 means the cache saved all it could.
 	CacheRatio float64 `json:"cache_ratio"`
@@ -112,6 +117,8 @@ func benchEngine(ctx context.Context, args []string) error {
 	draft := fs.String("draft", "", "with --speculative: a draft model `file` with the same vocabulary (default: prompt lookup)")
 	floor := fs.Float64("spec-floor", 0, "with --speculative: the acceptance `rate` below which speculation switches itself off (default: never)")
 	variants := fs.String("variants", "", "runner `builds` to measure one after another: a comma list, or all (default: the one Lore picks)")
+	seqs := fs.Int("seqs", 0, "sequences in the context (default: the app's, 3 for a chat model); 1 measures a plain single-sequence context")
+	ollamaBin := fs.String("ollama", "", "also measure prefill with this `ollama` program (its own server on loopback, the same file and texts) and print Lore's speed over it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -131,7 +138,7 @@ func benchEngine(ctx context.Context, args []string) error {
 		return err
 	}
 	opt := engine.Options{Path: *model, Threads: *threads, FlashAttention: *flash,
-		NumCtx: max(slicesMax(lens), 1000) + 64 + 256, Batch: *batch}
+		NumCtx: max(slicesMax(lens), 1000) + 64 + 256, Batch: *batch, Seqs: *seqs}
 	if *spec <= 0 && (*draft != "" || *floor != 0) {
 		return fmt.Errorf("bench engine: --draft and --spec-floor need --speculative K")
 	}
@@ -141,9 +148,16 @@ func benchEngine(ctx context.Context, args []string) error {
 			opt.SpecFloor = -1 // measure speculation itself: never switched off
 		}
 	}
+	var ol *ollamaPrefill
+	if *ollamaBin != "" {
+		if ol, err = startOllama(ctx, *ollamaBin, *model, *flash); err != nil {
+			return fmt.Errorf("bench engine: --ollama: %w", err)
+		}
+		defer ol.stop()
+	}
 	for _, r := range runners {
 		opt.Runner = r
-		res, err := benchModel(ctx, opt, lens, *runs, *spec, *asJSON)
+		res, err := benchModel(ctx, opt, lens, *runs, *spec, *asJSON, ol)
 		if err != nil {
 			return err
 		}
@@ -187,7 +201,8 @@ func benchRunners(list string) ([]string, error) {
 }
 
 // benchModel measures one model with one runner build.
-func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec int, quiet bool) (engineBench, error) {
+// With ol, each prefill text is also read by Ollama, right after Lore.
+func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec int, quiet bool, ol *ollamaPrefill) (engineBench, error) {
 	var res engineBench
 	m, err := engine.Open(opt)
 	if err != nil {
@@ -199,7 +214,7 @@ func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec 
 	}
 	ri := m.Runner()
 	res = engineBench{Model: opt.Path, Threads: m.Info().Threads, CPUVariant: m.Info().CPUVariant,
-		System: ri.System, WeightBuffers: ri.Buffers, FlashAttention: opt.FlashAttention,
+		System: ri.System, WeightBuffers: ri.Buffers, FlashAttention: opt.FlashAttention, Seqs: m.Info().Seqs,
 		PrefillTokS: map[string]float64{}, Runs: runs, Batch: opt.Batch}
 	progress := func(format string, a ...any) {
 		if !quiet {
@@ -215,7 +230,7 @@ func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec 
 	}
 
 	for _, n := range lens {
-		var speeds []float64
+		var speeds, theirs []float64
 		for range runs {
 			seed++
 			text, _, err := benchText(ctx, m, n, seed)
@@ -227,9 +242,26 @@ func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec 
 				return res, err
 			}
 			speeds = append(speeds, float64(st.EvalTokens)/(st.PrefillMs/1000))
+			if ol != nil {
+				_, tokS, err := ol.prefill(ctx, text, res.Threads, opt.NumCtx)
+				if err != nil {
+					return res, err
+				}
+				theirs = append(theirs, tokS)
+			}
 		}
-		res.PrefillTokS[strconv.Itoa(n)] = round1(median(speeds))
-		progress("prefill %5d tokens: %.1f tok/s", n, median(speeds))
+		key := strconv.Itoa(n)
+		res.PrefillTokS[key] = round1(median(speeds))
+		if ol == nil {
+			progress("prefill %5d tokens: %.1f tok/s", n, median(speeds))
+			continue
+		}
+		if res.OllamaPrefillTokS == nil {
+			res.OllamaPrefillTokS, res.OllamaRatio = map[string]float64{}, map[string]float64{}
+		}
+		res.OllamaPrefillTokS[key], res.OllamaRatio[key] = round1(median(theirs)), round3(median(speeds)/median(theirs))
+		progress("prefill %5d tokens: %.1f tok/s; Ollama %.1f tok/s on the same texts: Lore %.2f× (target ≥ 1.2×)",
+			n, median(speeds), median(theirs), res.OllamaRatio[key])
 	}
 
 	// Decode speed: a short prompt, 64 tokens generated.

@@ -332,6 +332,7 @@ func TestInfo(t *testing.T) {
 	must(t, w.AddString("general.name", "Test Model"))
 	must(t, w.AddUint32("general.file_type", 15))
 	must(t, w.AddUint32("llama.context_length", 4096))
+	must(t, w.AddUint32("llama.attention.sliding_window", 512))
 	must(t, w.AddUint32("llama.embedding_length", 64))
 	must(t, w.AddUint32("llama.block_count", 2))
 	must(t, w.AddUint32("llama.feed_forward_length", 128))
@@ -350,7 +351,7 @@ func TestInfo(t *testing.T) {
 	got := f.Info()
 	want := Info{
 		Architecture: "llama", Name: "Test Model", ParamCount: 320, WeightBytes: 144 + 256,
-		Quantization: "Q4_K_M", ContextLength: 4096, EmbeddingLength: 64, BlockCount: 2,
+		Quantization: "Q4_K_M", ContextLength: 4096, SlidingWindow: 512, EmbeddingLength: 64, BlockCount: 2,
 		FeedForwardLength: 128, HeadCount: 4, HeadCountKV: 2, KeyLength: 16, ValueLength: 16,
 		VocabSize: 3, PoolingType: PoolingMean, ChatTemplate: "{{ messages }}", FileSize: int64(len(b)),
 	}

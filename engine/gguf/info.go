@@ -41,6 +41,7 @@ type Info struct {
 	WeightBytes       uint64 // sum of tensor data sizes
 	Quantization      string // general.file_type's name (e.g. "Q4_K_M"), else the tensor type holding most bytes
 	ContextLength     uint64 // <arch>.context_length: the training context
+	SlidingWindow     uint64 // <arch>.attention.sliding_window: some layers attend to this many tokens only (0: none)
 	EmbeddingLength   uint64
 	BlockCount        uint64
 	FeedForwardLength uint64 // largest, if given per layer
@@ -87,6 +88,7 @@ func (f *File) Info() Info {
 
 	a := in.Architecture + "."
 	in.ContextLength, _ = f.Uint(a + "context_length")
+	in.SlidingWindow, _ = f.Uint(a + "attention.sliding_window")
 	in.EmbeddingLength, _ = f.Uint(a + "embedding_length")
 	in.BlockCount, _ = f.Uint(a + "block_count")
 	in.FeedForwardLength = f.maxUint(a + "feed_forward_length")

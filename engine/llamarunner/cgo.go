@@ -45,3 +45,9 @@ func rankScore(c *llama.Context, seq int) (float32, bool) {
 	}
 	return float32(*p), true
 }
+
+// slidingWindow is the model's attention window in tokens (0: attention
+// spans the whole context). A sliding-window cache keeps only the window's
+// cells of some layers, so a passage's saved cells are not the whole
+// passage there.
+func slidingWindow(m *llama.Model) int { return int(C.llama_model_n_swa(cModel(m))) }

@@ -23,11 +23,12 @@ import (
 // openings are evaluated, stitched passage tails copied in between.
 
 // span is a stretch of the prompt, toks[from:to], taken from a state file
-// whose passage, toks[start:end], starts at pos; repaired of the tokens
-// before from are read in place (the others were cached).
+// of saved tokens starting at pos, whose first end-start are the prompt's
+// toks[start:end]; repaired of the tokens before from are read in place
+// (the others were cached).
 type span struct {
-	start, end, from, to, pos, repaired int
-	path                                string
+	start, end, from, to, pos, saved, repaired int
+	path                                       string
 }
 
 // stitchPlan returns the passages of req.Segments that can be placed from
@@ -48,9 +49,16 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 	if !s.lctx.KvCacheCanShift() {
 		return skip("this model's KV cache cannot be shifted")
 	}
+	if slidingWindow(s.model) > 0 {
+		return skip(errSlidingWindow.Error())
+	}
 	// A segment's tokens are found by tokenizing the prompt up to its end:
 	// tokenized alone, a text may gain a leading space (SentencePiece) or
-	// merge differently at its edges.
+	// merge differently at its edges. Where a segment's last token merges
+	// with the next segment's first (GPT-2's pre-tokenizer joins "\n\n"
+	// only at the end of a text), the segments part at the last token both
+	// agree on, and a passage is placed only as far as its saved tokens
+	// match the prompt's; the rest is evaluated.
 	var spans []span
 	var text strings.Builder
 	at := 0
@@ -60,16 +68,18 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 		if err != nil {
 			return skip("tokenize: " + err.Error())
 		}
-		if len(upto) < at || len(upto) > len(toks) || !slices.Equal(upto, toks[:len(upto)]) {
+		start, end := at, commonPrefix(upto, toks)
+		if end < start {
 			return skip("the prompt does not tokenize apart at a passage's edge")
 		}
-		start, end := at, len(upto)
 		at = end
-		if g.Path == "" || end <= n || end-start <= req.Repair {
-			continue // plain text, cached, or evaluated in full anyway
+		if g.Path == "" || g.Pos <= 0 || g.Pos > len(g.Tokens) {
+			continue // plain text, or a state for no tokens
 		}
-		if g.Pos <= 0 || g.Pos+end-start != len(g.Tokens) || !slices.Equal(g.Tokens[g.Pos:], toks[start:end]) {
-			continue // a state for other tokens: never used
+		// The saved passage's tokens, as far as the prompt holds them here.
+		end = start + commonPrefix(g.Tokens[g.Pos:], toks[start:])
+		if end <= n || end-start <= req.Repair {
+			continue // cached, or evaluated in full anyway
 		}
 		// A cached prefix may end inside the passage (the last prompt
 		// shared its first tokens): those cells are exact, so only the
@@ -79,7 +89,7 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 		if from >= to {
 			continue
 		}
-		spans = append(spans, span{start: start, end: end, from: from, to: to, pos: g.Pos, path: g.Path,
+		spans = append(spans, span{start: start, end: end, from: from, to: to, pos: g.Pos, saved: len(g.Tokens) - g.Pos, path: g.Path,
 			repaired: max(start+max(req.Repair, 0)-max(start, n), 0)})
 	}
 	if at != len(toks) {
@@ -87,6 +97,12 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 	}
 	return spans
 }
+
+// errSlidingWindow refuses passage KV for a model with sliding-window
+// attention (Gemma 3): its cache drops the cells that leave the window, so
+// a saved passage and the prompt it is placed into would not hold what the
+// layers attend to (placing them broke the sequence's positions).
+var errSlidingWindow = errors.New("the model attends through a sliding window: saved passages cannot be placed")
 
 // place copies a passage's saved KV into seq at sp's position (seq holds
 // exactly toks[:sp.from]) by way of sequence sc. It reports false, leaving
@@ -114,9 +130,12 @@ func (s *server) place(seq, sc int, toks []int, sp span, st *wire.Stats) bool {
 		}
 		st.Evicted++
 	}
+	if lo, hi := seqPosRange(s.lctx, sc); lo != sp.pos || hi != sp.pos+sp.saved-1 {
+		return fail(fmt.Errorf("the state holds positions %d..%d, not %d..%d", lo, hi, sp.pos, sp.pos+sp.saved-1))
+	}
 	n := sp.end - sp.start
-	if lo, hi := seqPosRange(s.lctx, sc); lo != sp.pos || hi != sp.pos+n-1 {
-		return fail(fmt.Errorf("the state holds positions %d..%d, not %d..%d", lo, hi, sp.pos, sp.pos+n-1))
+	if n < sp.saved {
+		s.lctx.KvCacheSeqRm(sc, sp.pos+n, -1) // saved tokens this prompt tokenizes otherwise
 	}
 	k := sp.from - sp.start
 	if k > 0 {
@@ -146,6 +165,9 @@ func (s *server) passageKV(req wire.Request) error {
 	}
 	if sc == 0 {
 		return errors.New("passage_kv: the answer sequence is not scratch space")
+	}
+	if slidingWindow(s.model) > 0 {
+		return fmt.Errorf("passage_kv: %w", errSlidingWindow)
 	}
 	t := time.Now()
 	prefix, err := s.model.Tokenize(req.Text, true, true)
