@@ -504,7 +504,7 @@ func (x *ask) generate() error {
 			planAt = time.Now()
 			x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
 			expected := 0.0
-			if sp := x.a.prefillSpeed(x.gen.ID()); sp > 0 {
+			if sp := x.a.prefillSpeed(x.gen); sp > 0 {
 				expected = float64(plan.EvalTokens) / sp * 1000
 			}
 			x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
@@ -570,7 +570,7 @@ func (x *ask) recordGeneration(genStart time.Time, st engine.Stats) {
 	rec.set(StageLLMTTFT, llm, rec.since(genStart)+st.QueueMs)
 	if st.EvalTokens > 0 && st.PrefillMs > 0 && st.StitchedTokens == 0 {
 		// Read as the prompt's tail (stitching reads tokens all through it).
-		x.a.notePrefill(x.gen.ID(), st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
+		x.a.notePrefill(x.gen, st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
 	}
 }
 

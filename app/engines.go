@@ -291,7 +291,7 @@ func (a *App) warmChat(ctx context.Context, g Generator) (WarmInfo, bool) {
 		return WarmInfo{}, false
 	}
 	if !st.Restored && st.PrefillMs > 0 {
-		a.notePrefill(g.ID(), st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
+		a.notePrefill(g, st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
 	}
 	w := WarmInfo{Model: g.ID(), Tokens: st.PromptTokens, Restored: st.Restored, RestoreMs: round(st.RestoreMs),
 		PrefillMs: round(st.PrefillMs), ReadyMs: round(ms(time.Since(start)))}
@@ -331,7 +331,8 @@ func (a *App) WaitWarm(ctx context.Context) error {
 // notePrefill records that model read tokens from position start in ms.
 // The figures are saved in the background: the answer that measured
 // them does not wait on the database.
-func (a *App) notePrefill(model string, start, tokens int, ms float64) {
+func (a *App) notePrefill(g Generator, start, tokens int, ms float64) {
+	model := speedKey(g)
 	if !a.prefill.note(model, start, tokens, ms) {
 		return
 	}
@@ -349,12 +350,24 @@ func (a *App) PrefillSpeed() float64 {
 	if m.chat == nil {
 		return 0
 	}
-	return a.prefillSpeed(m.chat.ID())
+	return a.prefillSpeed(m.chat)
 }
 
-func (a *App) prefillSpeed(model string) float64 {
-	s, _ := a.prefill.tokS(model)
+func (a *App) prefillSpeed(g Generator) float64 {
+	s, _ := a.prefill.tokS(speedKey(g))
 	return s
+}
+
+// speedKey names what a prefill speed is measured for: the model and, for
+// a local one, the threads, GPU layers and flash attention it runs with
+// (the machine is the saved figures' own key: machineID).
+func speedKey(g Generator) string {
+	l := local(g)
+	if l == nil {
+		return g.ID()
+	}
+	in := l.Info()
+	return fmt.Sprintf("%s|threads %d|gpu layers %d|flash attention %s", g.ID(), in.Threads, in.GPULayers, in.FlashAttention)
 }
 
 // rerankCost is the measured milliseconds per reranked candidate of the

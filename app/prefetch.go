@@ -214,11 +214,11 @@ func (x *ask) specKey() string {
 func (x *ask) reuse(g Generator) reuse {
 	base := x.baseKey(g)
 	r := reuse{pool: x.res.Passages}
-	if !x.draft && x.s.RouteTTFTMs > 0 && x.a.prefill.readable(g.ID(), 0, 0) >= 0 {
+	if !x.draft && x.s.RouteTTFTMs > 0 && x.a.prefill.readable(speedKey(g), 0, 0) >= 0 {
 		// What the model reads in the first-token budget from where the
 		// unread passages begin, with a margin for the first decode and a
 		// speed that varies; the question is read after them.
-		id, ms, q := g.ID(), float64(x.s.RouteTTFTMs)*readMargin, questionTokens(x.q)
+		id, ms, q := speedKey(g), float64(x.s.RouteTTFTMs)*readMargin, questionTokens(x.q)
 		r.allowance = func(start int) int { return x.a.prefill.readable(id, start, ms) - q }
 		r.start = x.a.warmTokens()
 		for _, h := range x.history {

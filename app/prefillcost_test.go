@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"lore/engine"
+	"lore/engine/synth"
 	"lore/store"
 )
 
@@ -122,5 +124,41 @@ func TestPrefillMeterSaved(t *testing.T) {
 	}
 	if s, _ := other.tokS("chat@1"); s != 0 {
 		t.Errorf("a speed measured on another machine was believed: %.0f tok/s", s)
+	}
+}
+
+// TestSpeedKey: a prefill speed belongs to how the model runs, not only to
+// the file: the same model opened with other threads, GPU layers or flash
+// attention measures (and saves) its speed apart.
+func TestSpeedKey(t *testing.T) {
+	chat := filepath.Join(t.TempDir(), "chat.gguf")
+	if err := synth.Write(chat, synth.Options{Shape: "tiny", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	key := func(opt engine.Options) string {
+		t.Helper()
+		opt.Path = chat
+		m, err := engine.Open(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		return speedKey(m)
+	}
+	base := key(engine.Options{Threads: 1})
+	seen := map[string]string{base: "threads 1"}
+	for name, opt := range map[string]engine.Options{
+		"threads 2":          {Threads: 2},
+		"GPU layers":         {Threads: 1, GPULayers: 8},
+		"flash attention on": {Threads: 1, FlashAttention: "on"},
+	} {
+		k := key(opt)
+		if other, ok := seen[k]; ok {
+			t.Errorf("%s and %s share the speed key %q", name, other, k)
+		}
+		seen[k] = name
+	}
+	if again := key(engine.Options{Threads: 1}); again != base {
+		t.Errorf("the same model and options: %q, then %q", base, again)
 	}
 }

@@ -65,7 +65,7 @@ func (x *ask) pickRoute(p prompt) (role string, g Generator, reason string) {
 	if x.prefetchReady(p) {
 		toRead = questionTokens(x.q) + p.newTokens
 	}
-	speed := x.a.prefillSpeed(main.ID())
+	speed := x.a.prefillSpeed(main)
 	if speed <= 0 {
 		return RouteMain, main, "the main model's reading speed is not measured yet"
 	}
@@ -73,7 +73,7 @@ func (x *ask) pickRoute(p prompt) (role string, g Generator, reason string) {
 	if est <= budget {
 		return RouteMain, main, fmt.Sprintf("the main model reads the %d new tokens in ~%.0f ms, within the %.0f ms budget", toRead, est, budget)
 	}
-	if fs := x.a.prefillSpeed(fast.ID()); fs > 0 && fs <= speed {
+	if fs := x.a.prefillSpeed(fast); fs > 0 && fs <= speed {
 		return RouteMain, main, fmt.Sprintf("over the %.0f ms budget (~%.0f ms), but the fast model reads no faster (%.0f vs %.0f tokens/s)", budget, est, fs, speed)
 	}
 	return RouteFast, fast, fmt.Sprintf("the main model would take ~%.0f ms to read the %d new tokens, over the %.0f ms first-token budget", est, toRead, budget)

@@ -192,7 +192,7 @@ func (a *App) contextBudget(s Settings) (int, string) {
 	if m.chat == nil {
 		return budgetAssumed, BudgetAssumed
 	}
-	speed, saved := a.prefill.tokS(m.chat.ID())
+	speed, saved := a.prefill.tokS(speedKey(m.chat))
 	if speed == 0 {
 		return budgetAssumed, BudgetAssumed
 	}

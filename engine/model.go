@@ -110,6 +110,9 @@ type Info struct {
 	NumCtx   int    `json:"num_ctx"`
 	Threads  int    `json:"threads"`
 	Seqs     int    `json:"seqs"` // sequences in the context
+	// GPULayers and FlashAttention are as opened (Options).
+	GPULayers      int    `json:"gpu_layers"`
+	FlashAttention string `json:"flash_attention"`
 	// CPUVariant is the runner build in use (avx512, avx2, …).
 	CPUVariant string `json:"cpu_variant"`
 }
@@ -216,7 +219,8 @@ func Open(opt Options) (*Model, error) {
 		tmpl:  tmpl,
 		queue: NewQueue(max(opt.QueueCapacity, 0)),
 		info: Info{Info: gi, Path: opt.Path, Template: tmpl.Name,
-			NumCtx: opt.NumCtx, Threads: opt.Threads, Seqs: opt.Seqs, CPUVariant: variant},
+			NumCtx: opt.NumCtx, Threads: opt.Threads, Seqs: opt.Seqs,
+			GPULayers: opt.GPULayers, FlashAttention: opt.FlashAttention, CPUVariant: variant},
 	}, nil
 }
 
