@@ -107,9 +107,11 @@ func (r *readAhead) layouts(base string, draft bool, u *reuse) {
 		if draft {
 			// A draft keeps what the drafts have read by the question's
 			// rule (while among its candidates), so that no draft throws
-			// away reading the question would have kept; what is not read
+			// away reading the question would have kept, and the passage
+			// being read: dropped whenever the candidates' order moved, its
+			// part read was lost at every word typed. What is not reached
 			// yet costs nothing to lay out again.
-			held = sp.read()
+			held = sp.reached()
 		}
 		u.held = append(u.held, held)
 		if !sp.spent && !draft {
@@ -215,6 +217,16 @@ func (sp *reading) read() []retrieve.Passage {
 		end -= sp.sizes[n]
 	}
 	return sp.passages[:n]
+}
+
+// reached is what read says and, while the prefill has not finished, the
+// passage it is in the middle of (its cells so far stay in the sequence).
+func (sp *reading) reached() []retrieve.Passage {
+	r := sp.read()
+	if sp.done && sp.err == nil || len(r) == len(sp.passages) {
+		return r
+	}
+	return sp.passages[:len(r)+1]
 }
 
 // questionMarkTokens is about what the question mark (questionMark) takes
