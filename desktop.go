@@ -58,12 +58,13 @@ func (d *App) startup(ctx context.Context) {
 }
 
 // bind sets the context and the runtime hooks and starts forwarding the
-// indexing progress of the existing workspaces.
+// read-ahead status and the indexing progress of the existing workspaces.
 func (d *App) bind(ctx context.Context, emit func(string, any), pick func(string) (string, error), open func(string, bool) error) {
 	ctx, cancel := context.WithCancel(ctx)
 	d.mu.Lock()
 	d.ctx, d.cancel, d.emit, d.pickFolder, d.openPath = ctx, cancel, emit, pick, open
 	d.mu.Unlock()
+	d.followReadAhead()
 	if wss, err := d.core.Workspaces(ctx); err == nil {
 		for _, w := range wss {
 			d.follow(w.Name)
@@ -91,7 +92,7 @@ func (d *App) ready() (context.Context, error) {
 	return d.ctx, nil
 }
 
-// event is the payload of an ask:<id> or progress:<workspace> event.
+// event is the payload of an ask:<id>, progress:<workspace> or prefetch event.
 type event struct {
 	Type string `json:"type"`
 	Data any    `json:"data"`

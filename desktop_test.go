@@ -169,6 +169,10 @@ func TestLibraryAskAndHistory(t *testing.T) {
 	if st, err := d.PrefetchStatus(); err != nil || st.State != app.ReadAheadNone {
 		t.Fatalf("PrefetchStatus: %+v %v", st, err)
 	}
+	// The read-ahead status is pushed on the prefetch channel from startup.
+	if ev := rec.waitFor(t, "prefetch", "status"); ev[0].Data.(app.PrefetchStatus).State != app.ReadAheadNone {
+		t.Errorf("prefetch events: %+v", ev)
+	}
 
 	// Ask: events on ask:<client_id> only, trace first, sources before the
 	// first token, done last.

@@ -54,3 +54,29 @@ func (d *App) follow(ws string) {
 		}
 	}()
 }
+
+// followReadAhead forwards the read-ahead status to the page as prefetch
+// events {type: "status", data}: the status at startup, then after every
+// change (the app keeps only the latest for a slow reader).
+func (d *App) followReadAhead() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx == nil {
+		return
+	}
+	ctx, emit := d.ctx, d.emit
+	statuses, stop := d.core.WatchPrefetch(ctx)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case st := <-statuses:
+				emit("prefetch", event{Type: "status", Data: st})
+			}
+		}
+	}()
+}

@@ -709,6 +709,11 @@ func TestPrefetchAdopted(t *testing.T) {
 	cold := ask(t, newApp(t, opts{chat: true, embed: true}), q, 0)
 
 	a := newApp(t, opts{chat: true, embed: true})
+	watched, stop := a.WatchPrefetch(ctx)
+	defer stop()
+	if st := <-watched; st.State != app.ReadAheadNone {
+		t.Errorf("first status pushed: %+v, want none", st)
+	}
 	res, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, ClientID: "test-client"})
 	if err != nil || !res.Started || res.Passages == 0 {
 		t.Fatalf("Prefetch: %+v %v", res, err)
@@ -716,9 +721,15 @@ func TestPrefetchAdopted(t *testing.T) {
 	if st := a.PrefetchStatus(); st.State != app.ReadAheadReading && st.State != app.ReadAheadReady || st.Passages != res.Passages {
 		t.Errorf("status after the draft: %+v, want it reading %d passages", st, res.Passages)
 	}
-	st := waitReadAhead(t, a)
-	if st.State != app.ReadAheadReady || st.Read != st.Passages || st.ReadTokens != st.Tokens || st.Tokens == 0 {
-		t.Errorf("status once read: %+v", st)
+	// Pushed as it reads: never fewer passages read than before, until ready.
+	var st app.PrefetchStatus
+	for read := 0; st.State != app.ReadAheadReady; read = st.Read {
+		if st = <-watched; st.Passages != res.Passages || st.Read < read || st.State == app.ReadAheadStopped {
+			t.Fatalf("status pushed while reading: %+v (read %d before)", st, read)
+		}
+	}
+	if st.Read != st.Passages || st.ReadTokens != st.Tokens || st.Tokens == 0 || st != a.PrefetchStatus() {
+		t.Errorf("status once read: %+v (asked: %+v)", st, a.PrefetchStatus())
 	}
 	again, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, ClientID: "other-client"})
 	if err != nil || again.Started || again.Reason != "same passages" {
@@ -728,6 +739,9 @@ func TestPrefetchAdopted(t *testing.T) {
 	tr := warm.trace
 	if st := a.PrefetchStatus(); st.State != app.ReadAheadNone {
 		t.Errorf("status after the question adopted the drafts: %+v, want none", st)
+	}
+	if st := <-watched; st.State != app.ReadAheadNone {
+		t.Errorf("status pushed after the question adopted the drafts: %+v, want none", st)
 	}
 	if tr.Prefetch != app.PrefetchHit || tr.PrefetchedTokens == 0 {
 		t.Fatalf("prefetch %q (%s), %d tokens prefetched", tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens)
@@ -768,15 +782,19 @@ func TestPrefetchAdopted(t *testing.T) {
 // waitReadAhead waits until the latest draft is read, and says what it read.
 func waitReadAhead(t *testing.T, a *app.App) app.PrefetchStatus {
 	t.Helper()
-	for i := 0; ; i++ {
-		st := a.PrefetchStatus()
-		if st.State != app.ReadAheadReading {
-			return st
-		}
-		if i > 3000 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	watched, stop := a.WatchPrefetch(ctx)
+	defer stop()
+	for {
+		select {
+		case st := <-watched:
+			if st.State != app.ReadAheadReading {
+				return st
+			}
+		case <-ctx.Done():
 			t.Fatal("prefetch never finished")
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

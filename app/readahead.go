@@ -28,10 +28,14 @@ type readAhead struct {
 	endDrafts  context.CancelCauseFunc
 	prefetched map[string]time.Time // each client's last prefetch
 	life       context.Context      // the app's
+	// watchers get the status after every change; each holds at most
+	// the latest (a slow reader skips what it no longer needs).
+	watchers map[chan PrefetchStatus]struct{}
+	sent     PrefetchStatus // the last status handed to them
 }
 
 func newReadAhead(life context.Context) *readAhead {
-	r := &readAhead{prefetched: map[string]time.Time{}, life: life}
+	r := &readAhead{prefetched: map[string]time.Time{}, life: life, watchers: map[chan PrefetchStatus]struct{}{}}
 	r.untilAsk, r.endDrafts = context.WithCancelCause(life)
 	return r
 }
@@ -79,6 +83,7 @@ func (r *readAhead) begin(turn draftTurn, sp *reading, trim bool) (untilAsk cont
 	if trim {
 		r.answered = nil
 	}
+	r.changed()
 	return r.untilAsk, ""
 }
 
@@ -87,6 +92,7 @@ func (r *readAhead) progress(sp *reading, held, total int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sp.held, sp.total = held, total
+	r.changed()
 }
 
 // finished records that sp's prefill returned.
@@ -94,6 +100,7 @@ func (r *readAhead) finished(sp *reading, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sp.done, sp.err = true, err
+	r.changed()
 }
 
 // layouts adds to u what the chat model's sequences hold after the
@@ -136,6 +143,7 @@ func (r *readAhead) claim() (reading, bool) {
 	}
 	s := *sp
 	sp.spent = true
+	r.changed()
 	return s, true
 }
 
@@ -168,6 +176,7 @@ func (r *readAhead) cut(base string, turn []retrieve.Passage) {
 	sp.passages, sp.sizes = sp.passages[:keep], sp.sizes[:keep]
 	sp.from = min(sp.from, keep)
 	sp.key = "" // a draft of the same passages reads them again
+	r.changed()
 }
 
 // answeredWith records the layout the answer sequence holds after a
@@ -246,9 +255,55 @@ type heldLayout struct {
 // reading for the next question.
 func (a *App) PrefetchStatus() PrefetchStatus { return a.ahead.status() }
 
+// WatchPrefetch follows the read-ahead: the status now, then every status
+// after a change (only the latest, when the reader is slower than the
+// changes), until stop or ctx ends.
+func (a *App) WatchPrefetch(ctx context.Context) (<-chan PrefetchStatus, func()) {
+	return a.ahead.watch(ctx)
+}
+
+func (r *readAhead) watch(ctx context.Context) (<-chan PrefetchStatus, func()) {
+	ch := make(chan PrefetchStatus, 1)
+	r.mu.Lock()
+	r.watchers[ch] = struct{}{}
+	ch <- r.statusLocked()
+	r.mu.Unlock()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			r.mu.Lock()
+			delete(r.watchers, ch)
+			r.mu.Unlock()
+		})
+	}
+	context.AfterFunc(ctx, stop)
+	return ch, stop
+}
+
+// changed hands the status, when it differs from the last, to every
+// watcher, replacing one it has not taken yet. r.mu is held.
+func (r *readAhead) changed() {
+	st := r.statusLocked()
+	if st == r.sent {
+		return
+	}
+	r.sent = st
+	for ch := range r.watchers {
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- st // the buffer is free: only changed sends, under r.mu
+	}
+}
+
 func (r *readAhead) status() PrefetchStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.statusLocked()
+}
+
+func (r *readAhead) statusLocked() PrefetchStatus {
 	sp := r.spec
 	if sp == nil || sp.spent {
 		return PrefetchStatus{State: ReadAheadNone}

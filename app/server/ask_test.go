@@ -126,6 +126,60 @@ func TestAsk(t *testing.T) {
 			first.done.CachedTokens, first.done.PromptTokens, second.done.CachedTokens, second.done.PromptTokens)
 	})
 
+	t.Run("read-ahead status pushed", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		resp, err := e.client.Do(e.req(t, "GET", "/api/prefetch/events", nil).WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+			t.Fatalf("GET /api/prefetch/events: %d %q", resp.StatusCode, ct)
+		}
+		statuses := make(chan app.PrefetchStatus, 64)
+		go readSSE(resp.Body, func(ev event) bool {
+			var st app.PrefetchStatus
+			if ev.name != "status" || json.Unmarshal(ev.data, &st) != nil {
+				t.Errorf("event %q %s", ev.name, ev.data)
+				return false
+			}
+			statuses <- st
+			return true
+		})
+		next := func() app.PrefetchStatus {
+			t.Helper()
+			select {
+			case st := <-statuses:
+				return st
+			case <-ctx.Done():
+				t.Fatal("no status pushed")
+				return app.PrefetchStatus{}
+			}
+		}
+		if st := next(); st.State != app.ReadAheadNone {
+			t.Fatalf("first status %+v, want none (the last question took what was read)", st)
+		}
+		const q = "When does the river market open on Saturdays?"
+		var res app.PrefetchResult
+		if code := e.do(t, e.req(t, "POST", "/api/prefetch", map[string]any{"draft": q, "workspace": "default"}), &res); code != 202 || !res.Started {
+			t.Fatalf("POST /api/prefetch: %d %+v", code, res)
+		}
+		st := next()
+		for st.State == app.ReadAheadReading {
+			st = next()
+		}
+		if st.State != app.ReadAheadReady || st.Passages != res.Passages || st.Read != st.Passages {
+			t.Fatalf("pushed once read: %+v, want ready with %d passages", st, res.Passages)
+		}
+		if ans := e.mustAsk(t, map[string]any{"question": q, "workspace": "default"}); ans.done.Prefetch != app.PrefetchHit {
+			t.Errorf("question after the pushed ready: prefetch %q (%s)", ans.done.Prefetch, ans.done.PrefetchMiss)
+		}
+		if st := next(); st.State != app.ReadAheadNone {
+			t.Errorf("pushed after the question took the drafts: %+v, want none", st)
+		}
+	})
+
 	t.Run("openai", func(t *testing.T) { testOpenAI(t, e) })
 }
 

@@ -101,6 +101,33 @@ func (s *Server) prefetchStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.app.PrefetchStatus())
 }
 
+// prefetchEvents streams what the drafts have read ahead: a "status" event
+// now and after every change, until the client goes or the server stops.
+func (s *Server) prefetchEvents(w http.ResponseWriter, r *http.Request) {
+	done, ok := s.holdStream(w)
+	if !ok {
+		return
+	}
+	defer done()
+	stream, err := newSSE(w)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	events, stop := s.app.WatchPrefetch(r.Context())
+	defer stop()
+	for {
+		select {
+		case st := <-events:
+			if err := stream.send("status", st); err != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	if err := s.app.Cancel(r.PathValue("id")); err != nil {
 		fail(w, err)
@@ -174,17 +201,26 @@ func (s *Server) reindex(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]bool{"started": true})
 }
 
-// progress streams indexing progress until the run ends or the client goes.
-// Each open stream holds a goroutine and a subscription until its run
-// ends, so their number is capped.
-func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
+// holdStream counts an event stream open until done is called; beyond the
+// cap it answers 429 and says false. Each open stream holds a goroutine
+// and a subscription, so their number is capped.
+func (s *Server) holdStream(w http.ResponseWriter) (done func(), ok bool) {
 	if s.progressN.Add(1) > s.maxProgress {
 		s.progressN.Add(-1)
 		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many progress streams open (at most %d)", s.maxProgress))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many event streams open (at most %d)", s.maxProgress))
+		return nil, false
+	}
+	return func() { s.progressN.Add(-1) }, true
+}
+
+// progress streams indexing progress until the run ends or the client goes.
+func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
+	done, ok := s.holdStream(w)
+	if !ok {
 		return
 	}
-	defer s.progressN.Add(-1)
+	defer done()
 	events, now, stop, err := s.app.Subscribe(r.Context(), r.PathValue("ws"))
 	if err != nil {
 		fail(w, err)

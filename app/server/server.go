@@ -75,9 +75,9 @@ type Options struct {
 	// DefaultReadTimeout); a client that sends slower is cut off. Streamed
 	// replies are not bounded by it.
 	ReadTimeout time.Duration
-	// MaxProgressStreams caps the progress streams open at once, over all
-	// workspaces (default DefaultMaxProgressStreams); beyond it a
-	// subscription gets 429.
+	// MaxProgressStreams caps the event streams open at once: indexing
+	// progress over all workspaces and read-ahead status (default
+	// DefaultMaxProgressStreams); beyond it a subscription gets 429.
 	MaxProgressStreams int
 	// Tracer spans the MCP calls (/mcp); nil: none.
 	Tracer trace.Tracer
@@ -265,6 +265,7 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/ask/{id}/cancel", s.cancel)
 	api("POST /api/prefetch", s.prefetch)
 	api("GET /api/prefetch", s.prefetchStatus)
+	api("GET /api/prefetch/events", s.prefetchEvents)
 	api("GET /api/workspaces", s.workspaces)
 	api("POST /api/workspaces", s.createWorkspace)
 	api("PATCH /api/workspaces/{ws}", s.renameWorkspace)

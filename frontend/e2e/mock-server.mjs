@@ -131,6 +131,11 @@ export function startMockServer({ port = 0, prefillMs = 600, tokenDelayMs = 25 }
         if (m === 'POST' && p === '/api/ask') return ask(req, res, body);
         if (m === 'POST' && p === '/api/prefetch') return json(res, 202, { started: false, reason: 'mock', passages: 0 });
         if (m === 'GET' && p === '/api/prefetch') return json(res, 200, FX['GET /api/prefetch']);
+        if (m === 'GET' && p === '/api/prefetch/events') {
+          // The status now; the stream stays open as the real one does.
+          res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store' });
+          return res.write(`event: status\ndata: ${JSON.stringify(FX['GET /api/prefetch'])}\n\n`);
+        }
         if (m === 'POST' && /^\/api\/ask\/[^/]+\/cancel$/.test(p)) { state.cancels.push(p); return json(res, 204); }
         if (m === 'POST' && /^\/api\/traces\/[^/]+\/ui$/.test(p)) { state.uiReports.push({ id: decodeURIComponent(p.split('/')[3]), ...body }); return json(res, 204); }
         if (m === 'GET' && p === '/api/workspaces') return json(res, 200, FX['GET /api/workspaces']);

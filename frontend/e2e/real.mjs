@@ -678,6 +678,10 @@ try {
     await tid('question-input').fill('');
     await tid('question-input').click();
     await page.evaluate(() => (window.__ra = []));
+    // The status is pushed on one event stream per question, not polled (issue 33).
+    const statusCalls = [];
+    const onRequest = (r) => /\/api\/prefetch(\/events)?$/.test(new URL(r.url()).pathname) && r.method() === 'GET' && statusCalls.push(new URL(r.url()).pathname);
+    page.on('request', onRequest);
     const askAt = await tid('submit').boundingBox();
     // 5 characters a second, the UI's own debounce; the last character sends the whole question as a draft.
     const last = page.waitForResponse((r) => r.url().endsWith('/api/prefetch') && r.request().method() === 'POST'
@@ -696,6 +700,8 @@ try {
       const t = document.querySelector('[data-testid="read-ahead"]')?.textContent ?? '';
       return /^Prepared while you type: /.test(t) ? t : undefined;
     }, undefined, { timeout: 10_000 }).then((h) => h.jsonValue());
+    page.off('request', onRequest);
+    assert.deepEqual(statusCalls, ['/api/prefetch/events'], `the page asked for the read-ahead status ${statusCalls.length} times`);
     console.log(`     the line under the box: ${shown} (server: ${line})`);
     // Within one question the line never goes backwards: each text read at least as many passages as the one before.
     const texts = (await page.evaluate(() => window.__ra)).filter((t, i, a) => t || i < a.length - 1);

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DraftPrefetcher, IDLE_MS } from '../src/prefetch';
 import type { PrefetchStatus } from '../src/transport/types';
-import { nextShown, POLL_MS, READ_AHEAD_TITLE, ReadAhead, readAheadText, SETTLE_MS, SETTLED_POLL_MS } from '../src/views/readahead';
+import { nextShown, READ_AHEAD_TITLE, ReadAhead, readAheadText, SETTLE_MS } from '../src/views/readahead';
 
 describe('DraftPrefetcher', () => {
   beforeEach(() => vi.useFakeTimers());
@@ -82,7 +82,7 @@ describe('read-ahead line', () => {
     expect(readAheadText(st('stopped', 0, 5))).toBe('');
     expect(readAheadText(st('ready', 0, 0))).toBe('');
     expect(readAheadText(st('none', 0, 0))).toBe('');
-    expect(new ReadAhead(async () => st('none', 0, 0)).el.title).toBe(READ_AHEAD_TITLE);
+    expect(new ReadAhead(() => () => undefined).el.title).toBe(READ_AHEAD_TITLE);
     expect(READ_AHEAD_TITLE).toMatch(/^While you type.*answer starts sooner/);
   });
 
@@ -105,72 +105,75 @@ describe('read-ahead line', () => {
     expect(nextShown(undefined, st('none', 0, 0))).toBeUndefined();
   });
 
-  it('follows a draft while it is read, stops when it is ready, and a cleared line stays cleared', async () => {
-    vi.useFakeTimers();
-    try {
-      const answers = [st('reading', 0, 3), st('reading', 2, 3), st('ready', 3, 3, 500)];
-      let calls = 0;
-      const r = new ReadAhead(async () => answers[Math.min(calls++, answers.length - 1)]);
-      r.follow();
-      await vi.advanceTimersByTimeAsync(0);
-      expect(r.el.hidden).toBe(false);
-      expect(r.el.textContent).toBe('Preparing the answer while you type: 0 of 3 passages read…');
-      await vi.advanceTimersByTimeAsync(POLL_MS);
-      expect(r.el.textContent).toBe('Preparing the answer while you type: 2 of 3 passages read…');
-      // Two parts: on a narrow window the purpose is cut, how far it got stays whole.
-      expect(r.el.querySelector('.ra-what')!.textContent).toBe('Preparing the answer while you type: ');
-      expect(r.el.querySelector('.ra-count')!.textContent).toBe('2 of 3 passages read…');
-      await vi.advanceTimersByTimeAsync(POLL_MS);
-      expect(r.el.textContent).toBe('Prepared while you type: 3 passages, 500 tokens read ahead');
-      expect(r.el.dataset.state).toBe('ready');
-      await vi.advanceTimersByTimeAsync(POLL_MS * 5);
-      expect(calls).toBe(3); // no polling once it is read
+  /** A status stream as the transports give it: push() sends a status to the subscriber, if any. */
+  function stream() {
+    const s = { subs: 0, unsubs: 0, onStatus: undefined as ((st: PrefetchStatus) => void) | undefined };
+    const watch = (onStatus: (st: PrefetchStatus) => void) => {
+      s.subs++;
+      s.onStatus = onStatus;
+      return () => {
+        s.unsubs++;
+        s.onStatus = undefined;
+      };
+    };
+    return { s, watch, push: (st: PrefetchStatus) => s.onStatus?.(st) };
+  }
 
-      calls = 0;
-      r.follow();
-      r.clear(); // Enter before the first answer: the late answer must not show the line again
-      await vi.advanceTimersByTimeAsync(POLL_MS * 3);
-      expect(r.el.hidden).toBe(true);
-      expect(r.el.textContent).toBe('');
-      expect(calls).toBe(1);
-    } finally {
-      vi.useRealTimers();
-    }
+  it('shows each pushed status while a question is typed, one subscription per question, none after clear', () => {
+    const { s, watch, push } = stream();
+    const r = new ReadAhead(watch);
+    expect(s.subs).toBe(0); // nothing followed before the first draft
+    r.follow();
+    push(st('reading', 0, 3));
+    expect(r.el.hidden).toBe(false);
+    expect(r.el.textContent).toBe('Preparing the answer while you type: 0 of 3 passages read…');
+    push(st('reading', 2, 3));
+    expect(r.el.textContent).toBe('Preparing the answer while you type: 2 of 3 passages read…');
+    // Two parts: on a narrow window the purpose is cut, how far it got stays whole.
+    expect(r.el.querySelector('.ra-what')!.textContent).toBe('Preparing the answer while you type: ');
+    expect(r.el.querySelector('.ra-count')!.textContent).toBe('2 of 3 passages read…');
+    r.follow(); // the next word's draft: the same subscription
+    push(st('ready', 3, 3, 500));
+    expect(r.el.textContent).toBe('Prepared while you type: 3 passages, 500 tokens read ahead');
+    expect(r.el.dataset.state).toBe('ready');
+    expect(s.subs).toBe(1);
+
+    r.clear(); // Enter: the line goes, and so does the subscription
+    expect([r.el.hidden, r.el.textContent, s.unsubs]).toEqual([true, '', 1]);
+    push(st('reading', 1, 3)); // a status the transport had in flight changes nothing
+    expect(r.el.hidden).toBe(true);
+    r.follow();
+    expect(s.subs).toBe(2);
+    push(st('reading', 1, 4)); // the next question starts from nothing
+    expect(r.el.textContent).toBe('Preparing the answer while you type: 1 of 4 passages read…');
+    r.clear();
   });
 
-  it('holds across drafts of one question, starts afresh after clear, and settles when reading stalls', async () => {
+  it('holds across drafts of one question, and settles when nothing more is pushed', async () => {
     vi.useFakeTimers();
     try {
-      let now = st('reading', 3, 6);
-      let calls = 0;
-      const r = new ReadAhead(async () => (calls++, now));
+      const { watch, push } = stream();
+      const r = new ReadAhead(watch);
       r.follow();
-      await vi.advanceTimersByTimeAsync(0);
+      push(st('reading', 3, 6));
+      push(st('reading', 0, 5)); // the next word's draft starts over: the line holds
       expect(r.el.textContent).toBe('Preparing the answer while you type: 3 of 6 passages read…');
-      now = st('reading', 0, 5); // the next word's draft starts over
-      r.follow();
-      await vi.advanceTimersByTimeAsync(0);
-      expect(r.el.textContent).toBe('Preparing the answer while you type: 3 of 6 passages read…');
-      // Typing stopped and nothing more is read: no "…" for ever, and slower polling.
-      await vi.advanceTimersByTimeAsync(SETTLE_MS + POLL_MS);
+      await vi.advanceTimersByTimeAsync(SETTLE_MS - 100);
+      expect(r.el.dataset.state).toBe('reading');
+      // Typing stopped and nothing more is read: no "…" for ever.
+      await vi.advanceTimersByTimeAsync(200);
       expect(r.el.textContent).toBe('Prepared while you type: 3 of 6 passages read ahead');
       expect(r.el.dataset.state).toBe('stopped');
-      const before = calls;
-      await vi.advanceTimersByTimeAsync(SETTLED_POLL_MS * 2);
-      expect(calls - before).toBeLessThanOrEqual(2);
-      // It finishes late: shown.
-      now = st('ready', 5, 5, 640);
-      await vi.advanceTimersByTimeAsync(SETTLED_POLL_MS);
-      expect(r.el.textContent).toBe('Prepared while you type: 5 passages, 640 tokens read ahead');
-      const polls = calls;
-      await vi.advanceTimersByTimeAsync(SETTLED_POLL_MS * 3);
-      expect(calls).toBe(polls); // settled for good
-      // The next question starts from nothing.
-      r.clear();
-      now = st('reading', 1, 4);
+      // A new draft is news: live again, and it settles again.
       r.follow();
-      await vi.advanceTimersByTimeAsync(0);
-      expect(r.el.textContent).toBe('Preparing the answer while you type: 1 of 4 passages read…');
+      expect(r.el.dataset.state).toBe('reading');
+      await vi.advanceTimersByTimeAsync(SETTLE_MS + 100);
+      expect(r.el.dataset.state).toBe('stopped');
+      // It finishes late: shown.
+      push(st('ready', 5, 5, 640));
+      expect(r.el.textContent).toBe('Prepared while you type: 5 passages, 640 tokens read ahead');
+      await vi.advanceTimersByTimeAsync(SETTLE_MS * 2);
+      expect(r.el.textContent).toBe('Prepared while you type: 5 passages, 640 tokens read ahead');
       r.clear();
     } finally {
       vi.useRealTimers();

@@ -249,6 +249,25 @@ describe('HttpTransport', () => {
     expect(got).toHaveLength(2);
     expect(calls[0].url).toBe('/api/workspaces/w/progress');
   });
+
+  it('follows the read-ahead status pushed on /api/prefetch/events until unsubscribed', async () => {
+    const { fn, calls } = mockFetch(() =>
+      sseResponse(
+        [
+          'event: status\ndata: {"state":"none","passages":0,"read":0,"tokens":0,"read_tokens":0}\n\n',
+          'event: status\ndata: {"state":"reading","passages":3,"read":1,"tokens":300,"read_tokens":90}\n\n',
+        ],
+        { hang: true },
+      ),
+    );
+    const got: string[] = [];
+    const off = new HttpTransport({ fetch: fn }).watchReadAhead((st) => got.push(`${st.state} ${st.read}/${st.passages}`));
+    await vi.waitFor(() => expect(got).toEqual(['none 0/0', 'reading 1/3']));
+    expect(calls[0].url).toBe('/api/prefetch/events');
+    expect((calls[0].init.headers as Record<string, string>).Accept).toBe('text/event-stream');
+    off();
+    expect(calls[0].init.signal?.aborted).toBe(true);
+  });
 });
 
 describe('WailsTransport', () => {
@@ -383,6 +402,19 @@ describe('WailsTransport', () => {
     expect(done).toEqual({ ok: true });
     off();
     expect(f.count('progress:notes')).toBe(0);
+  });
+
+  it('follows the read-ahead: the status from the binding now, then prefetch events; none after unsubscribing', async () => {
+    const f = fakeWails();
+    f.App.PrefetchStatus = vi.fn(async () => ({ state: 'ready', passages: 2, read: 2, tokens: 90, read_tokens: 90 }));
+    const t = new WailsTransport(f.w as never);
+    const got: string[] = [];
+    const off = t.watchReadAhead((st) => got.push(`${st.state} ${st.read}/${st.passages}`));
+    await vi.waitFor(() => expect(got).toEqual(['ready 2/2']));
+    f.emit('prefetch', { type: 'status', data: { state: 'reading', passages: 4, read: 1, tokens: 300, read_tokens: 60 } });
+    expect(got).toEqual(['ready 2/2', 'reading 1/4']);
+    off();
+    expect(f.count('prefetch')).toBe(0);
   });
 });
 

@@ -211,8 +211,10 @@ export class HttpTransport implements Transport {
     return this.call('POST', '/api/prefetch', { ...req, client_id: this.clientID });
   }
 
-  prefetchStatus(): Promise<PrefetchStatus> {
-    return this.call('GET', '/api/prefetch');
+  watchReadAhead(onStatus: (st: PrefetchStatus) => void): () => void {
+    return this.stream('/api/prefetch/events', (event, data) => {
+      if (event === 'status') onStatus(data as PrefetchStatus);
+    });
   }
 
   reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void> {
@@ -244,12 +246,25 @@ export class HttpTransport implements Transport {
   }
 
   watchProgress(workspace: string, cb: ProgressCallbacks): () => void {
+    return this.stream(
+      `/api/workspaces/${enc(workspace)}/progress`,
+      (event, data) => {
+        if (event === 'progress') cb.onProgress(data as Progress);
+        else if (event === 'done') cb.onDone(data);
+        else if (event === 'error') cb.onError?.(String((data as { error?: unknown })?.error ?? 'error'));
+      },
+      cb.onError,
+    );
+  }
+
+  /** Reads a GET event stream, each event's JSON data to onEvent, until the returned function is called. */
+  private stream(path: string, onEvent: (event: string, data: unknown) => void, onError?: (message: string) => void): () => void {
     const ctl = new AbortController();
     let stopped = false;
     const run = async () => {
       const init = this.init('GET', undefined, ctl.signal);
       (init.headers as Record<string, string>)['Accept'] = 'text/event-stream';
-      const res = await this.fetchFn(this.base + `/api/workspaces/${enc(workspace)}/progress`, init);
+      const res = await this.fetchFn(this.base + path, init);
       if (!res.ok) throw await errorFrom(res);
       if (!res.body) throw new Error('the server sent no stream');
       await readSSE(res.body, (ev) => {
@@ -260,13 +275,11 @@ export class HttpTransport implements Transport {
         } catch {
           return;
         }
-        if (ev.event === 'progress') cb.onProgress(data as Progress);
-        else if (ev.event === 'done') cb.onDone(data);
-        else if (ev.event === 'error') cb.onError?.(String((data as { error?: unknown })?.error ?? 'error'));
+        onEvent(ev.event, data);
       }, ctl.signal);
     };
     run().catch((e: unknown) => {
-      if (!stopped) cb.onError?.((e as Error)?.message ?? String(e));
+      if (!stopped) onError?.((e as Error)?.message ?? String(e));
     });
     return () => {
       stopped = true;

@@ -25,7 +25,7 @@ export interface PrefetchRequest {
   chat_id?: number;
 }
 
-/** GET /api/prefetch: what the drafts have read ahead for the next question. */
+/** GET /api/prefetch (and each `status` event of GET /api/prefetch/events): what the drafts have read ahead for the next question. */
 export interface PrefetchStatus {
   /** none (nothing for the next question), reading, ready, stopped (part-way; what was read counts). */
   state: 'none' | 'reading' | 'ready' | 'stopped' | string;
@@ -412,8 +412,8 @@ export interface Transport {
   reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void>;
   /** Speculative prefill of a draft question (fire and forget; errors are the caller's to ignore). */
   prefetch(req: PrefetchRequest): Promise<void>;
-  /** What the drafts have read ahead so far. */
-  prefetchStatus(): Promise<PrefetchStatus>;
+  /** Follows what the drafts have read ahead: the status now, then after every change; returns an unsubscribe function. */
+  watchReadAhead(onStatus: (st: PrefetchStatus) => void): () => void;
 
   workspaces(): Promise<Workspace[]>;
   createWorkspace(name: string): Promise<void>;

@@ -74,8 +74,29 @@ export class WailsTransport implements Transport {
     await this.invoke<unknown>('Prefetch', req);
   }
 
-  prefetchStatus(): Promise<PrefetchStatus> {
-    return this.invoke<PrefetchStatus>('PrefetchStatus');
+  watchReadAhead(onStatus: (st: PrefetchStatus) => void): () => void {
+    // The Go side emits `prefetch` {type: "status", data} after every change; the status now comes from the
+    // binding, unless an event came first (it is newer).
+    let heard = false;
+    let off: () => void = () => undefined;
+    try {
+      off = this.on('prefetch', (payload) => {
+        const p = payload as { type?: unknown; data?: unknown } | null;
+        if (!p || p.type !== 'status' || !p.data) return;
+        heard = true;
+        onStatus(p.data as PrefetchStatus);
+      });
+    } catch {
+      return off;
+    }
+    this.invoke<PrefetchStatus>('PrefetchStatus').then(
+      (st) => !heard && onStatus(st),
+      () => undefined,
+    );
+    return () => {
+      heard = true;
+      off();
+    };
   }
 
   private on(name: string, cb: (payload: unknown) => void): () => void {

@@ -405,7 +405,7 @@ export class ChatView {
         if (!this.busy && this.input.value.trim()) this.readAhead.follow();
       }, () => undefined);
     });
-    this.readAhead = new ReadAhead(() => this.ctx.t.prefetchStatus());
+    this.readAhead = new ReadAhead((onStatus) => this.ctx.t.watchReadAhead(onStatus));
     this.list = h('ul', { class: 'chat-list', testid: 'chat-list' });
     this.search = h('input', { type: 'search', class: 'chat-search', testid: 'chat-search', placeholder: 'Search chats', attrs: { 'aria-label': 'Search chats' } });
     this.search.addEventListener('input', () => this.searchInput());

@@ -1,17 +1,14 @@
-// The line under the chat box that says what the drafts have read ahead (GET /api/prefetch), so the user sees
-// that Enter will answer from a prompt already read. Within one question the line only moves forward (a newer
-// draft starting over does not take it back), and it settles when nothing more happens.
+// The line under the chat box that says what the drafts have read ahead (pushed by the server: GET
+// /api/prefetch/events, the desktop's prefetch event), so the user sees that Enter will answer from a prompt
+// already read. Within one question the line only moves forward (a newer draft starting over does not take it
+// back), and it settles when nothing more happens.
 
 import { h } from '../dom';
 import { fmtInt } from '../format';
 import type { PrefetchStatus } from '../transport/types';
 
-/** How often a draft still being read is asked about. */
-export const POLL_MS = 300;
 /** Reading with no news for this long (typing stopped, nothing more read): the line settles, without "…". */
 export const SETTLE_MS = 2000;
-/** How often a settled line still asks, so that a read that finishes late is still shown. */
-export const SETTLED_POLL_MS = 1500;
 /** What the line is for, on hover. */
 export const READ_AHEAD_TITLE =
   'While you type, Lore finds the passages for your question and reads them into the model, so that the answer starts sooner after Enter.';
@@ -57,48 +54,53 @@ function same(a: ReadAheadShown | undefined, b: ReadAheadShown | undefined): boo
   return a === b || (!!a && !!b && a.state === b.state && a.read === b.read && a.passages === b.passages && a.tokens === b.tokens);
 }
 
-const NONE: PrefetchStatus = { state: 'none', passages: 0, read: 0, tokens: 0, read_tokens: 0 };
+/** Follows the read-ahead status (the status now, then each change); returns the unsubscribe function. */
+export type WatchReadAhead = (onStatus: (st: PrefetchStatus) => void) => () => void;
 
 export class ReadAhead {
   readonly el: HTMLElement;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  /** Bumped by every follow and clear, so a late answer of an older poll is dropped. */
-  private gen = 0;
+  /** Set while a question is being typed: the status is followed from its first draft until it is sent. */
+  private unwatch: (() => void) | undefined;
+  private settle: ReturnType<typeof setTimeout> | undefined;
   /** This question's line so far (cleared when the question is sent or the box emptied). */
   private shown: ReadAheadShown | undefined;
-  /** When the line last changed, or a draft last went out (ms, Date.now()). */
-  private changedAt = 0;
 
-  constructor(private readonly status: () => Promise<PrefetchStatus>) {
+  constructor(private readonly watch: WatchReadAhead) {
     this.el = h('div', { class: 'read-ahead', testid: 'read-ahead', hidden: true, title: READ_AHEAD_TITLE });
   }
 
-  /** A draft went out: show its reading until it is done (or nothing more happens for a while). */
+  /** A draft went out: follow what is read for this question until it is sent. */
   follow(): void {
-    const gen = this.stop();
-    this.changedAt = Date.now();
-    const poll = async (): Promise<void> => {
-      const st = await this.status().catch((): PrefetchStatus => NONE);
-      if (gen !== this.gen) return;
+    if (this.unwatch) {
+      this.show(); // a new draft is news: the line is live again
+      return;
+    }
+    this.unwatch = this.watch((st) => {
       const next = nextShown(this.shown, st);
-      if (!same(next, this.shown)) {
-        this.shown = next;
-        this.changedAt = Date.now();
-      }
-      let view = this.shown;
-      const quiet = Date.now() - this.changedAt >= SETTLE_MS;
-      if (view?.state === 'reading' && quiet) view = { ...view, state: 'stopped' };
-      this.render(view);
-      if (st.state === 'reading') this.timer = setTimeout(() => void poll(), quiet ? SETTLED_POLL_MS : POLL_MS);
-    };
-    void poll();
+      if (same(next, this.shown)) return;
+      this.shown = next;
+      this.show();
+    });
   }
 
   /** The question was sent or the draft emptied: nothing to show, and the next question starts afresh. */
   clear(): void {
-    this.stop();
+    this.unwatch?.();
+    this.unwatch = undefined;
+    clearTimeout(this.settle);
     this.shown = undefined;
     this.render(undefined);
+  }
+
+  /** Renders the line as live, and settles it (no "…") if nothing changes for SETTLE_MS. */
+  private show(): void {
+    clearTimeout(this.settle);
+    this.render(this.shown);
+    if (this.shown?.state !== 'reading') return;
+    const settled = this.shown;
+    this.settle = setTimeout(() => {
+      if (this.shown === settled) this.render({ ...settled, state: 'stopped' });
+    }, SETTLE_MS);
   }
 
   private render(view: ReadAheadShown | undefined): void {
@@ -108,11 +110,5 @@ export class ReadAhead {
     this.el.hidden = !parts;
     if (view && parts) this.el.dataset.state = view.state;
     else delete this.el.dataset.state;
-  }
-
-  private stop(): number {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    return ++this.gen;
   }
 }
