@@ -40,8 +40,9 @@ type localChat interface {
 	// restores it from a saved state.
 	Warm(ctx context.Context, prefix string) (engine.Stats, error)
 	// Prefetch reads text into the speculative sequence at background
-	// priority, for a Generate that starts with it to adopt.
-	Prefetch(ctx context.Context, text string) (engine.Stats, error)
+	// priority, for a Generate that starts with it to adopt; the runner
+	// reports how many of marks (byte offsets in text) it holds.
+	Prefetch(ctx context.Context, text string, marks ...int) (engine.Stats, error)
 	// TrimSeq cuts a sequence back to its first keep cells.
 	TrimSeq(ctx context.Context, seq, keep int) error
 	// Reserve keeps background work off while a question gets ready.

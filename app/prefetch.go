@@ -118,7 +118,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		let()
 		return PrefetchResult{Passages: len(x.passages), Reason: "passages queued for saved KV"}, nil
 	}
-	prefix, ok := x.laid.untilQuestion()
+	prefix, ends, ok := x.laid.untilQuestion()
 	if !ok {
 		let()
 		return PrefetchResult{Passages: len(x.passages), Reason: "the model's template does not keep the question last"}, nil
@@ -147,7 +147,7 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		if trim {
 			reader.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, warm)
 		}
-		_, err := reader.Prefetch(engine.WithProgress(bg, func(held, total int) { a.ahead.progress(sp, held, total) }), prefix)
+		_, err := reader.Prefetch(engine.WithProgress(bg, func(p engine.Progress) { a.ahead.progress(sp, p.Marks) }), prefix, ends...)
 		// A preempted prefetch keeps what it read (the question that
 		// preempted it may adopt it); its error lets the same draft resume.
 		a.ahead.finished(sp, err)

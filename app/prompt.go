@@ -80,13 +80,26 @@ func joined(segs []segment) string {
 
 // untilQuestion is the prompt up to this turn's question (the mark
 // included): what reading ahead reads while the question is still being
-// typed. ok is false when the template does not keep the question last.
-func (p prompt) untilQuestion() (string, bool) {
+// typed; ends are the byte offsets in it where each of the turn's passages
+// ends (for the engine to say how many it holds). ok is false when the
+// template does not keep the question last.
+func (p prompt) untilQuestion() (text string, ends []int, ok bool) {
 	i := len(p.segments) - 1
 	for i >= 0 && p.segments[i].kind != segQuestionMark {
 		i--
 	}
-	return joined(p.segments[:i+1]), i >= 0
+	if i < 0 {
+		return "", nil, false
+	}
+	at := 0
+	for _, s := range p.segments[:i+1] {
+		at += len(s.text)
+		if s.kind == segPassage {
+			ends = append(ends, at)
+		}
+	}
+	// Earlier turns' passages come first: the turn's are the last.
+	return joined(p.segments[:i+1]), ends[max(len(ends)-len(p.turn), 0):], true
 }
 
 // parts is the prompt cut around each passage's body, for stitching saved

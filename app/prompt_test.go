@@ -330,9 +330,12 @@ func TestPromptSegments(t *testing.T) {
 			if want := []string{sourceBody(a), sourceBody(b)}; !slices.Equal(bodies, want) {
 				t.Errorf("passage parts %q, want %q", bodies, want)
 			}
-			until, ok := p.untilQuestion()
+			until, ends, ok := p.untilQuestion()
 			if !ok || !strings.HasPrefix(text, until) || !strings.HasPrefix(text[len(until):], " the question Question: again") {
 				t.Errorf("read ahead %q (ok %v): not the prompt up to this turn's question", until, ok)
+			}
+			if len(ends) != 1 || !strings.HasSuffix(until[:ends[0]], sourceBody(b)) {
+				t.Errorf("read ahead marks %v: want one, at the end of this turn's passage", ends)
 			}
 			if !strings.Contains(until, "[2] b.md › B") {
 				t.Errorf("read ahead %q: this turn's passage is missing", until)

@@ -87,11 +87,12 @@ func (r *readAhead) begin(turn draftTurn, sp *reading, trim bool) (untilAsk cont
 	return r.untilAsk, ""
 }
 
-// progress records what the engine says sp's sequence holds.
-func (r *readAhead) progress(sp *reading, held, total int) {
+// progress records what the engine says sp's sequence holds: the text up
+// to the end of its first passages.
+func (r *readAhead) progress(sp *reading, passages int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sp.held, sp.total = held, total
+	sp.held, sp.reported = passages, true
 	r.changed()
 }
 
@@ -198,12 +199,13 @@ type reading struct {
 	// the sequence held already when this prefill started.
 	sizes []int
 	from  int
-	// held of total tokens is what the engine last said the sequence
-	// holds of the prompt (0: nothing said yet).
-	held, total int
-	done        bool // the prefill returned (err says whether it stopped early)
-	err         error
-	spent       bool // a question came after it: it is no longer a draft of the next one
+	// held is how many passages the engine last said the sequence holds
+	// (reported: it said something).
+	held     int
+	reported bool
+	done     bool // the prefill returned (err says whether it stopped early)
+	err      error
+	spent    bool // a question came after it: it is no longer a draft of the next one
 }
 
 // read says which passages (a prefix of its layout) the speculative
@@ -212,20 +214,13 @@ type reading struct {
 // leaves the sequence cut back to what the next draft shares with it, so
 // what it read carries over: from).
 func (sp *reading) read() []retrieve.Passage {
-	if sp.done && sp.err == nil {
+	switch {
+	case sp.done && sp.err == nil:
 		return sp.passages
-	}
-	if sp.total == 0 {
+	case !sp.reported:
 		return sp.passages[:sp.from]
 	}
-	// The passages end at these offsets, counted back from the end of the
-	// prompt (after the last one only the question mark).
-	n, end := len(sp.passages), sp.total-questionMarkTokens
-	for n > 0 && sp.held+countSlack < end {
-		n--
-		end -= sp.sizes[n]
-	}
-	return sp.passages[:n]
+	return sp.passages[:min(sp.held, len(sp.passages))] // cut may have shortened the layout since
 }
 
 // reached is what read says and, while the prefill has not finished, the
@@ -237,11 +232,6 @@ func (sp *reading) reached() []retrieve.Passage {
 	}
 	return sp.passages[:len(r)+1]
 }
-
-// questionMarkTokens is about what the question mark (questionMark) takes
-// after the last passage, and countSlack how far a passage's tokens
-// counted alone may be from the same text's in the prompt.
-const questionMarkTokens, countSlack = 2, 2
 
 // heldLayout is the turn a sequence's prompt holds: base names the model,
 // workspace and conversation before the turn, passages are the turn's in

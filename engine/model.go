@@ -51,6 +51,8 @@ type State = kv.Entry
 type (
 	Stats    = wire.Stats
 	Sampling = wire.Sampling
+	// Progress is how far a Prefetch has read (see WithProgress).
+	Progress = wire.Progress
 )
 
 // Options configures a Model. Zero values take defaults.
@@ -679,8 +681,9 @@ var ErrNoSpeculative = errors.New("model has no speculative sequence (Options.Se
 // Prefetch returns ErrPreempted, keeping the tokens already evaluated (the
 // partial prefix still counts). A newer Prefetch cancels an older one,
 // which returns ErrSuperseded. Text the cache already holds costs nothing.
-// The returned Stats say what was evaluated either way.
-func (m *Model) Prefetch(ctx context.Context, text string) (Stats, error) {
+// The returned Stats say what was evaluated either way. marks are byte
+// offsets in text (in order) that the Progress reports count.
+func (m *Model) Prefetch(ctx context.Context, text string, marks ...int) (Stats, error) {
 	if m.opt.Seqs <= SeqSpeculative {
 		return Stats{}, ErrNoSpeculative
 	}
@@ -719,11 +722,11 @@ func (m *Model) Prefetch(ctx context.Context, text string) (Stats, error) {
 	if hold.Err() != nil {
 		return st, stopped(hold, &st, hold.Err())
 	}
-	progress, _ := ctx.Value(progressKey{}).(func(held, total int))
-	err = p.call(hold, wire.Request{Op: "prefill", Seq: SeqSpeculative, Text: text, Batch: m.opt.MicroBatch},
+	progress, _ := ctx.Value(progressKey{}).(func(Progress))
+	err = p.call(hold, wire.Request{Op: "prefill", Seq: SeqSpeculative, Text: text, Batch: m.opt.MicroBatch, Marks: marks},
 		func(r wire.Reply) error {
 			if r.Progress != nil && progress != nil {
-				progress(r.Progress.Held, r.Progress.Total)
+				progress(*r.Progress)
 			}
 			if r.Stats != nil {
 				q := st.QueueMs
@@ -741,9 +744,10 @@ func (m *Model) Prefetch(ctx context.Context, text string) (Stats, error) {
 type progressKey struct{}
 
 // WithProgress has a Prefetch under ctx call fn after each micro-batch
-// with the tokens the speculative sequence holds and the prompt's total:
+// with what the runner says the speculative sequence holds: its tokens of
+// the prompt's total and how many of the marks its text reaches. That is
 // what a question arriving meanwhile can adopt, measured.
-func WithProgress(ctx context.Context, fn func(held, total int)) context.Context {
+func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
 	return context.WithValue(ctx, progressKey{}, fn)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,13 +75,32 @@ func TestPrefetchAdopted(t *testing.T) {
 	// The answer sequence holds an unrelated conversation.
 	generate(t, m, "an earlier question about something else", 4)
 
-	var held, totals []int
-	pst, err := m.Prefetch(engine.WithProgress(context.Background(), func(h, total int) {
-		held, totals = append(held, h), append(totals, total)
-	}), draft)
+	var held, totals, marked []int
+	marks := []int{len(draft) / 3, len(draft) * 2 / 3, len(draft)}
+	pst, err := m.Prefetch(engine.WithProgress(context.Background(), func(p engine.Progress) {
+		held, totals, marked = append(held, p.Held), append(totals, p.Total), append(marked, p.Marks)
+	}), draft, marks...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Marks reached: exactly those whose text the held tokens cover.
+	for i, h := range held {
+		for k, mark := range marks {
+			toks, err := m.Tokenize(context.Background(), draft[:mark], true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The text up to a mark ends at most one token short of its
+			// tokens alone (a merge at its end), never past them.
+			if reached := k < marked[i]; reached != (len(toks)-1 <= h) && reached != (len(toks) <= h) {
+				t.Fatalf("report %d: %d tokens held, %d marks reached; the text up to mark %d is %d tokens", i, h, marked[i], k+1, len(toks))
+			}
+		}
+	}
+	if marked[len(marked)-1] != len(marks) || !slices.ContainsFunc(marked, func(n int) bool { return n > 0 && n < len(marks) }) {
+		t.Errorf("marks reached per report %v: want some, then all %d", marked, len(marks))
+	}
+	t.Logf("held per report %v, marks reached %v", held, marked)
 	if pst.EvalTokens < 100 || pst.StopReason != "" {
 		t.Fatalf("prefetch: %+v", pst)
 	}
@@ -352,7 +372,7 @@ func TestPrefetchPreempted(t *testing.T) {
 		}
 		started := make(chan struct{})
 		var once sync.Once
-		pctx := engine.WithProgress(ctx, func(held, total int) { once.Do(func() { close(started) }) })
+		pctx := engine.WithProgress(ctx, func(engine.Progress) { once.Do(func() { close(started) }) })
 		done := make(chan result, 1)
 		go func() {
 			st, err := m.Prefetch(pctx, draft)

@@ -385,17 +385,26 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 	if rep.ContextTokens > 0 {
 		budget = fmt.Sprintf("%d tokens", rep.ContextTokens)
 	}
-	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions, %d-token prompts (median), passage budget %s\n", rep.Model, rep.Questions, int(rep.PromptP50), budget)
+	prompts := ""
+	if rep.PromptP50 > 0 { // measured on the cold questions
+		prompts = fmt.Sprintf(", %d-token prompts (median)", int(rep.PromptP50))
+	}
+	fmt.Printf("TTFT (Enter → first token, server side) on %s, %d questions%s, passage budget %s\n", rep.Model, rep.Questions, prompts, budget)
 	acc := func(a *float64) string {
 		if a == nil {
 			return ""
 		}
 		return fmt.Sprintf("; accuracy %.0f%%", 100**a)
 	}
-	fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median; prompts held a relevant document for %.0f%%%s)\n",
-		rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50), 100*rep.ColdRecall, acc(rep.ColdAccuracy))
-	fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%%, adopted %.0f%% at %.0f chars/s; %d passages left out and %d cut for time; prompts held a relevant document for %.0f%%%s)\n",
-		rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, 100*rep.PrefetchAdopted, cps, rep.LatePassages, rep.CutPassages, 100*rep.TypedRecall, acc(rep.TypedAccuracy))
+	// A scenario left out (--only) has no row: its TTFT is 0.
+	if rep.ColdP50 > 0 {
+		fmt.Printf("  cold       p50 %6.0f ms  p95 %6.0f ms  (%d tokens evaluated, median; prompts held a relevant document for %.0f%%%s)\n",
+			rep.ColdP50, rep.ColdP95, int(rep.ColdEvalP50), 100*rep.ColdRecall, acc(rep.ColdAccuracy))
+	}
+	if rep.TypedP50 > 0 {
+		fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%%, adopted %.0f%% at %.0f chars/s; %d passages left out and %d cut for time; prompts held a relevant document for %.0f%%%s)\n",
+			rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, 100*rep.PrefetchAdopted, cps, rep.LatePassages, rep.CutPassages, 100*rep.TypedRecall, acc(rep.TypedAccuracy))
+	}
 	switch {
 	case rep.FollowupP50 == 0: // not run (--only)
 	case rep.FollowupReuse < 0:
@@ -404,8 +413,10 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 		fmt.Printf("  follow-up  p50 %6.0f ms  p95 %6.0f ms  (reuses %.0f%% of the previous prompt, evaluates %.0f%% of it again; %d new tokens, median)\n",
 			rep.FollowupP50, rep.FollowupP95, 100*rep.FollowupReuse, 100*rep.FollowupReeval, int(rep.FollowupNew))
 	}
-	fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms (passage budget: %s)\n",
-		rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT, rep.RestartBudget)
+	if rep.RestartFirstTTFT > 0 {
+		fmt.Printf("  restart    system prefix (%d tokens) %s in %.1f ms (read in %.1f ms on the first start); app ready in %.0f ms; first question %0.f ms (passage budget: %s)\n",
+			rep.SystemTokens, map[bool]string{true: "restored", false: "read"}[rep.RestartRestored], rep.RestartWarmMs, rep.PrefixPrefillMs, rep.RestartReadyMs, rep.RestartFirstTTFT, rep.RestartBudget)
+	}
 	if rep.stitchReport != nil {
 		rep.stitchReport.print()
 	}

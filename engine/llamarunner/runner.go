@@ -432,7 +432,18 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 	// each, so that a question arriving meanwhile knows what it can adopt.
 	var progress func()
 	if req.Op == "prefill" && req.Batch > 0 {
-		progress = func() { s.reply(wire.Reply{Progress: &wire.Progress{Held: len(s.seqs[seq]), Total: len(toks)}}) }
+		ends, err := s.tokenEnds(req.Text, req.Marks, toks)
+		if err != nil {
+			return nil, fmt.Errorf("marks: %w", err)
+		}
+		progress = func() {
+			held := len(s.seqs[seq])
+			marks := 0
+			for marks < len(ends) && ends[marks] <= held {
+				marks++
+			}
+			s.reply(wire.Reply{Progress: &wire.Progress{Held: held, Total: len(toks), Marks: marks}})
+		}
 	}
 	i := n
 	for _, sp := range spans {

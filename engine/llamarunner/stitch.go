@@ -52,26 +52,23 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 	if slidingWindow(s.model) > 0 {
 		return skip(errSlidingWindow.Error())
 	}
-	// A segment's tokens are found by tokenizing the prompt up to its end:
-	// tokenized alone, a text may gain a leading space (SentencePiece) or
-	// merge differently at its edges. Where a segment's last token merges
-	// with the next segment's first (GPT-2's pre-tokenizer joins "\n\n"
-	// only at the end of a text), the segments part at the last token both
-	// agree on, and a passage is placed only as far as its saved tokens
-	// match the prompt's; the rest is evaluated.
-	var spans []span
+	// Segments part at the last token the prompt and the text up to their
+	// end agree on (tokenEnds); a passage is placed only as far as its
+	// saved tokens match the prompt's, the rest is evaluated.
 	var text strings.Builder
-	at := 0
-	for _, g := range req.Segments {
+	marks := make([]int, len(req.Segments))
+	for i, g := range req.Segments {
 		text.WriteString(g.Text)
-		upto, err := s.model.Tokenize(text.String(), true, true)
-		if err != nil {
-			return skip("tokenize: " + err.Error())
-		}
-		start, end := at, commonPrefix(upto, toks)
-		if end < start {
-			return skip("the prompt does not tokenize apart at a passage's edge")
-		}
+		marks[i] = text.Len()
+	}
+	ends, err := s.tokenEnds(text.String(), marks, toks)
+	if err != nil {
+		return skip(err.Error())
+	}
+	var spans []span
+	at := 0
+	for i, g := range req.Segments {
+		start, end := at, ends[i]
 		at = end
 		if g.Path == "" || g.Pos <= 0 || g.Pos > len(g.Tokens) {
 			continue // plain text, or a state for no tokens
@@ -96,6 +93,30 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 		return skip("the segments do not add up to the prompt")
 	}
 	return spans
+}
+
+// tokenEnds says where the text up to each mark (byte offsets, in order)
+// ends in toks, the text's tokens: at the last token that text[:mark]
+// tokenized alone and the whole agree on. Tokenized alone, a text may
+// gain a leading space (SentencePiece) or merge differently at its end
+// (GPT-2's pre-tokenizer joins "\n\n" only at the end of a text), so
+// an end may fall a token short of the mark, never past it.
+func (s *server) tokenEnds(text string, marks []int, toks []int) ([]int, error) {
+	ends := make([]int, len(marks))
+	for i, mark := range marks {
+		if mark < 0 || mark > len(text) || i > 0 && mark < marks[i-1] {
+			return nil, fmt.Errorf("mark %d of %d: offset %d out of order or outside the text's %d bytes", i+1, len(marks), mark, len(text))
+		}
+		upto, err := s.model.Tokenize(text[:mark], true, true)
+		if err != nil {
+			return nil, fmt.Errorf("tokenize: %w", err)
+		}
+		ends[i] = commonPrefix(upto, toks)
+		if i > 0 && ends[i] < ends[i-1] {
+			return nil, errors.New("the prompt does not tokenize apart at a passage's edge")
+		}
+	}
+	return ends, nil
 }
 
 // errSlidingWindow refuses passage KV for a model with sliding-window

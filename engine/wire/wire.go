@@ -77,7 +77,10 @@ type Request struct {
 	Seq int `json:"seq,omitempty"`
 	// Batch, if smaller than the loaded batch, is the prefill's micro-batch:
 	// a cancel is noticed between micro-batches.
-	Batch     int      `json:"batch,omitempty"`
+	Batch int `json:"batch,omitempty"`
+	// Marks are byte offsets in a prefill's Text (in order) that its
+	// Progress counts: how many of them the sequence holds the text up to.
+	Marks     []int    `json:"marks,omitempty"`
 	Sampling  Sampling `json:"sampling"`
 	MaxTokens int      `json:"max_tokens,omitempty"`
 	// Trim lists sequences that prefill and generate cut back to their
@@ -146,10 +149,12 @@ type Reply struct {
 }
 
 // Progress is how far a prefill in micro-batches has got: the sequence
-// holds Held of the prompt's Total tokens.
+// holds Held of the prompt's Total tokens, and the text up to Marks of the
+// request's marks.
 type Progress struct {
 	Held  int `json:"held"`
 	Total int `json:"total"`
+	Marks int `json:"marks"`
 }
 
 // Stats reports what one prefill or generation cost. Times are milliseconds.
