@@ -711,7 +711,7 @@ func TestPrefetchAdopted(t *testing.T) {
 	a := newApp(t, opts{chat: true, embed: true})
 	watched, stop := a.WatchPrefetch(ctx)
 	defer stop()
-	if st := <-watched; st.State != app.ReadAheadNone {
+	if st := nextStatus(t, watched); st.State != app.ReadAheadNone {
 		t.Errorf("first status pushed: %+v, want none", st)
 	}
 	res, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, ClientID: "test-client"})
@@ -724,7 +724,7 @@ func TestPrefetchAdopted(t *testing.T) {
 	// Pushed as it reads: never fewer passages read than before, until ready.
 	var st app.PrefetchStatus
 	for read := 0; st.State != app.ReadAheadReady; read = st.Read {
-		if st = <-watched; st.Passages != res.Passages || st.Read < read || st.State == app.ReadAheadStopped {
+		if st = nextStatus(t, watched); st.Passages != res.Passages || st.Read < read || st.State == app.ReadAheadStopped {
 			t.Fatalf("status pushed while reading: %+v (read %d before)", st, read)
 		}
 	}
@@ -740,7 +740,7 @@ func TestPrefetchAdopted(t *testing.T) {
 	if st := a.PrefetchStatus(); st.State != app.ReadAheadNone {
 		t.Errorf("status after the question adopted the drafts: %+v, want none", st)
 	}
-	if st := <-watched; st.State != app.ReadAheadNone {
+	if st := nextStatus(t, watched); st.State != app.ReadAheadNone {
 		t.Errorf("status pushed after the question adopted the drafts: %+v, want none", st)
 	}
 	if tr.Prefetch != app.PrefetchHit || tr.PrefetchedTokens == 0 {
@@ -776,6 +776,18 @@ func TestPrefetchAdopted(t *testing.T) {
 	}
 	if _, err := a.Prefetch(ctx, app.PrefetchRequest{Draft: q, Workspace: "nope"}); !errors.Is(err, app.ErrNotFound) {
 		t.Errorf("prefetch over an unknown workspace: %v", err)
+	}
+}
+
+// nextStatus is the next read-ahead status pushed.
+func nextStatus(t *testing.T, watched <-chan app.PrefetchStatus) app.PrefetchStatus {
+	t.Helper()
+	select {
+	case st := <-watched:
+		return st
+	case <-time.After(time.Minute):
+		t.Fatal("no read-ahead status pushed within a minute")
+		return app.PrefetchStatus{}
 	}
 }
 

@@ -147,7 +147,11 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		if trim {
 			reader.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, warm)
 		}
-		_, err := reader.Prefetch(engine.WithProgress(bg, func(p engine.Progress) { a.ahead.progress(sp, p.Marks) }), prefix, ends...)
+		_, err := reader.Prefetch(engine.WithProgress(bg, func(p engine.Progress) {
+			if p.Marks != nil { // nil: the runner could not place them, and what was held before counts
+				a.ahead.progress(sp, *p.Marks)
+			}
+		}), prefix, ends...)
 		// A preempted prefetch keeps what it read (the question that
 		// preempted it may adopt it); its error lets the same draft resume.
 		a.ahead.finished(sp, err)

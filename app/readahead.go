@@ -266,8 +266,8 @@ func (r *readAhead) watch(ctx context.Context) (<-chan PrefetchStatus, func()) {
 			r.mu.Unlock()
 		})
 	}
-	context.AfterFunc(ctx, stop)
-	return ch, stop
+	unhook := context.AfterFunc(ctx, stop)
+	return ch, func() { unhook(); stop() }
 }
 
 // changed hands the status, when it differs from the last, to every

@@ -78,7 +78,11 @@ func TestPrefetchAdopted(t *testing.T) {
 	var held, totals, marked []int
 	marks := []int{len(draft) / 3, len(draft) * 2 / 3, len(draft)}
 	pst, err := m.Prefetch(engine.WithProgress(context.Background(), func(p engine.Progress) {
-		held, totals, marked = append(held, p.Held), append(totals, p.Total), append(marked, p.Marks)
+		if p.Marks == nil {
+			t.Errorf("progress %+v says nothing of the marks", p)
+			return
+		}
+		held, totals, marked = append(held, p.Held), append(totals, p.Total), append(marked, *p.Marks)
 	}), draft, marks...)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/constant"
 	"go/parser"
@@ -137,21 +138,33 @@ func TestAsk(t *testing.T) {
 		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
 			t.Fatalf("GET /api/prefetch/events: %d %q", resp.StatusCode, ct)
 		}
-		statuses := make(chan app.PrefetchStatus, 64)
+		type pushed struct {
+			st  app.PrefetchStatus
+			err error
+		}
+		statuses := make(chan pushed)
 		go readSSE(resp.Body, func(ev event) bool {
-			var st app.PrefetchStatus
-			if ev.name != "status" || json.Unmarshal(ev.data, &st) != nil {
-				t.Errorf("event %q %s", ev.name, ev.data)
+			var p pushed
+			if ev.name != "status" {
+				p.err = fmt.Errorf("event %q %s", ev.name, ev.data)
+			} else {
+				p.err = json.Unmarshal(ev.data, &p.st)
+			}
+			select {
+			case statuses <- p:
+				return p.err == nil
+			case <-ctx.Done():
 				return false
 			}
-			statuses <- st
-			return true
 		})
 		next := func() app.PrefetchStatus {
 			t.Helper()
 			select {
-			case st := <-statuses:
-				return st
+			case p := <-statuses:
+				if p.err != nil {
+					t.Fatal(p.err)
+				}
+				return p.st
 			case <-ctx.Done():
 				t.Fatal("no status pushed")
 				return app.PrefetchStatus{}

@@ -181,6 +181,15 @@ func TestProgressStreamCap(t *testing.T) {
 	if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
 		t.Errorf("429 body %q", b)
 	}
+	// The read-ahead status stream counts with them.
+	if resp, err := e.client.Do(e.req(t, "GET", "/api/prefetch/events", nil)); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("read-ahead stream with every place taken: %d, want 429", resp.StatusCode)
+		}
+	}
 
 	// Closing one frees its place (the handler notices the client leave).
 	streams[0].cancel()

@@ -102,6 +102,9 @@ func TestSecurity(t *testing.T) {
 		{name: "v1 key: settings", method: "PUT", path: "/api/settings", body: `{"max_tokens":8}`, auth: v1, want: 403},
 		{name: "v1 key: ask", method: "POST", path: "/api/ask", body: `{"question":"river"}`, auth: v1, want: 403},
 		{name: "v1 key: metrics", method: "GET", path: "/metrics", auth: v1, want: 403},
+		{name: "no token: read-ahead events", method: "GET", path: "/api/prefetch/events", auth: "-", want: 401},
+		{name: "v1 key: read-ahead events", method: "GET", path: "/api/prefetch/events", auth: v1, want: 403},
+		{name: "foreign origin: read-ahead events", method: "GET", path: "/api/prefetch/events", headers: map[string]string{"Origin": "http://evil.com"}, want: 403},
 		{name: "metrics with token", method: "GET", path: "/metrics", want: 200},
 
 		// Reads create nothing, and settings hold their ranges.

@@ -432,17 +432,27 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 	// each, so that a question arriving meanwhile knows what it can adopt.
 	var progress func()
 	if req.Op == "prefill" && req.Batch > 0 {
-		ends, err := s.tokenEnds(req.Text, req.Marks, toks)
-		if err != nil {
-			return nil, fmt.Errorf("marks: %w", err)
+		var ends []int
+		if len(req.Marks) > 0 {
+			t := time.Now()
+			var err error
+			if ends, err = s.tokenEnds(req.Text, req.Marks, toks); errors.Is(err, errCancelled) {
+				return nil, err
+			} else if err != nil { // the reports say no marks; the prefill goes on
+				fmt.Fprintf(os.Stderr, "runner: prefill marks: %v\n", err)
+			}
+			st.TokenizeMs += ms(time.Since(t))
 		}
 		progress = func() {
-			held := len(s.seqs[seq])
-			marks := 0
-			for marks < len(ends) && ends[marks] <= held {
-				marks++
+			p := wire.Progress{Held: len(s.seqs[seq]), Total: len(toks)}
+			if ends != nil {
+				marks := 0
+				for marks < len(ends) && ends[marks] <= p.Held {
+					marks++
+				}
+				p.Marks = &marks
 			}
-			s.reply(wire.Reply{Progress: &wire.Progress{Held: held, Total: len(toks), Marks: marks}})
+			s.reply(wire.Reply{Progress: &p})
 		}
 	}
 	i := n

@@ -104,6 +104,9 @@ func (s *server) stitchPlan(req wire.Request, toks []int, n int, st *wire.Stats)
 func (s *server) tokenEnds(text string, marks []int, toks []int) ([]int, error) {
 	ends := make([]int, len(marks))
 	for i, mark := range marks {
+		if s.isCancelled() { // a tokenization per mark: a question must not wait for them all
+			return nil, errCancelled
+		}
 		if mark < 0 || mark > len(text) || i > 0 && mark < marks[i-1] {
 			return nil, fmt.Errorf("mark %d of %d: offset %d out of order or outside the text's %d bytes", i+1, len(marks), mark, len(text))
 		}

@@ -150,11 +150,12 @@ type Reply struct {
 
 // Progress is how far a prefill in micro-batches has got: the sequence
 // holds Held of the prompt's Total tokens, and the text up to Marks of the
-// request's marks.
+// request's marks (nil: the request had none, or they could not be
+// placed in the prompt's tokens).
 type Progress struct {
-	Held  int `json:"held"`
-	Total int `json:"total"`
-	Marks int `json:"marks"`
+	Held  int  `json:"held"`
+	Total int  `json:"total"`
+	Marks *int `json:"marks,omitempty"`
 }
 
 // Stats reports what one prefill or generation cost. Times are milliseconds.

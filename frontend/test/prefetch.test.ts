@@ -105,22 +105,29 @@ describe('read-ahead line', () => {
     expect(nextShown(undefined, st('none', 0, 0))).toBeUndefined();
   });
 
-  /** A status stream as the transports give it: push() sends a status to the subscriber, if any. */
+  /**
+   * A status stream as the transports give it: push() sends a status to the newest subscriber, late() to an
+   * earlier one (a status the transport had in flight when it was unsubscribed), end() ends the newest one.
+   */
   function stream() {
-    const s = { subs: 0, unsubs: 0, onStatus: undefined as ((st: PrefetchStatus) => void) | undefined };
-    const watch = (onStatus: (st: PrefetchStatus) => void) => {
+    const s = { subs: 0, unsubs: 0 };
+    const subs: Array<{ onStatus: (st: PrefetchStatus) => void; onEnd: () => void }> = [];
+    const watch = (onStatus: (st: PrefetchStatus) => void, onEnd: () => void) => {
       s.subs++;
-      s.onStatus = onStatus;
-      return () => {
-        s.unsubs++;
-        s.onStatus = undefined;
-      };
+      subs.push({ onStatus, onEnd });
+      return () => void s.unsubs++;
     };
-    return { s, watch, push: (st: PrefetchStatus) => s.onStatus?.(st) };
+    return {
+      s,
+      watch,
+      push: (st: PrefetchStatus) => subs.at(-1)?.onStatus(st),
+      late: (i: number, st: PrefetchStatus) => subs[i].onStatus(st),
+      end: () => subs.at(-1)?.onEnd(),
+    };
   }
 
   it('shows each pushed status while a question is typed, one subscription per question, none after clear', () => {
-    const { s, watch, push } = stream();
+    const { s, watch, push, late } = stream();
     const r = new ReadAhead(watch);
     expect(s.subs).toBe(0); // nothing followed before the first draft
     r.follow();
@@ -140,12 +147,29 @@ describe('read-ahead line', () => {
 
     r.clear(); // Enter: the line goes, and so does the subscription
     expect([r.el.hidden, r.el.textContent, s.unsubs]).toEqual([true, '', 1]);
-    push(st('reading', 1, 3)); // a status the transport had in flight changes nothing
+    late(0, st('reading', 1, 3)); // a status the transport had in flight changes nothing
     expect(r.el.hidden).toBe(true);
     r.follow();
     expect(s.subs).toBe(2);
     push(st('reading', 1, 4)); // the next question starts from nothing
     expect(r.el.textContent).toBe('Preparing the answer while you type: 1 of 4 passages read…');
+    late(0, st('ready', 3, 3, 500)); // nor does the earlier question's subscription, still
+    expect(r.el.textContent).toBe('Preparing the answer while you type: 1 of 4 passages read…');
+    r.clear();
+  });
+
+  it('subscribes again at the next draft when the stream ended by itself (refused, the server restarted)', () => {
+    const { s, watch, push, end } = stream();
+    const r = new ReadAhead(watch);
+    r.follow();
+    push(st('reading', 1, 4));
+    end();
+    r.follow(); // the next draft
+    expect(s.subs).toBe(2);
+    push(st('reading', 2, 4));
+    expect(r.el.textContent).toBe('Preparing the answer while you type: 2 of 4 passages read…');
+    r.follow(); // a live stream is kept
+    expect(s.subs).toBe(2);
     r.clear();
   });
 

@@ -261,12 +261,27 @@ describe('HttpTransport', () => {
       ),
     );
     const got: string[] = [];
-    const off = new HttpTransport({ fetch: fn }).watchReadAhead((st) => got.push(`${st.state} ${st.read}/${st.passages}`));
+    let ended = 0;
+    const off = new HttpTransport({ fetch: fn }).watchReadAhead((st) => got.push(`${st.state} ${st.read}/${st.passages}`), () => ended++);
     await vi.waitFor(() => expect(got).toEqual(['none 0/0', 'reading 1/3']));
     expect(calls[0].url).toBe('/api/prefetch/events');
     expect((calls[0].init.headers as Record<string, string>).Accept).toBe('text/event-stream');
     off();
     expect(calls[0].init.signal?.aborted).toBe(true);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(ended).toBe(0); // unsubscribed: not an end to report
+  });
+
+  it('says when the read-ahead stream ends by itself: closed, or refused', async () => {
+    for (const res of [
+      () => sseResponse(['event: status\ndata: {"state":"none","passages":0,"read":0,"tokens":0,"read_tokens":0}\n\n']),
+      () => new Response(JSON.stringify({ error: 'too many event streams open (at most 16)' }), { status: 429 }),
+    ]) {
+      const { fn } = mockFetch(res);
+      let ended = 0;
+      new HttpTransport({ fetch: fn }).watchReadAhead(() => undefined, () => ended++);
+      await vi.waitFor(() => expect(ended).toBe(1));
+    }
   });
 });
 

@@ -211,10 +211,14 @@ export class HttpTransport implements Transport {
     return this.call('POST', '/api/prefetch', { ...req, client_id: this.clientID });
   }
 
-  watchReadAhead(onStatus: (st: PrefetchStatus) => void): () => void {
-    return this.stream('/api/prefetch/events', (event, data) => {
-      if (event === 'status') onStatus(data as PrefetchStatus);
-    });
+  watchReadAhead(onStatus: (st: PrefetchStatus) => void, onEnd?: () => void): () => void {
+    return this.stream(
+      '/api/prefetch/events',
+      (event, data) => {
+        if (event === 'status') onStatus(data as PrefetchStatus);
+      },
+      () => onEnd?.(),
+    );
   }
 
   reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void> {
@@ -253,12 +257,15 @@ export class HttpTransport implements Transport {
         else if (event === 'done') cb.onDone(data);
         else if (event === 'error') cb.onError?.(String((data as { error?: unknown })?.error ?? 'error'));
       },
-      cb.onError,
+      (error) => error !== undefined && cb.onError?.(error),
     );
   }
 
-  /** Reads a GET event stream, each event's JSON data to onEvent, until the returned function is called. */
-  private stream(path: string, onEvent: (event: string, data: unknown) => void, onError?: (message: string) => void): () => void {
+  /**
+   * Reads a GET event stream, each event's JSON data to onEvent, until the returned function is called; onEnd
+   * hears when it ends by itself (with the error, if it failed or was refused).
+   */
+  private stream(path: string, onEvent: (event: string, data: unknown) => void, onEnd?: (error?: string) => void): () => void {
     const ctl = new AbortController();
     let stopped = false;
     const run = async () => {
@@ -278,9 +285,10 @@ export class HttpTransport implements Transport {
         onEvent(ev.event, data);
       }, ctl.signal);
     };
-    run().catch((e: unknown) => {
-      if (!stopped) onError?.((e as Error)?.message ?? String(e));
-    });
+    run().then(
+      () => !stopped && onEnd?.(),
+      (e: unknown) => !stopped && onEnd?.((e as Error)?.message ?? String(e)),
+    );
     return () => {
       stopped = true;
       ctl.abort();

@@ -412,8 +412,11 @@ export interface Transport {
   reportUITTFT(requestId: string, uiTTFTms: number, paintMs: number): Promise<void>;
   /** Speculative prefill of a draft question (fire and forget; errors are the caller's to ignore). */
   prefetch(req: PrefetchRequest): Promise<void>;
-  /** Follows what the drafts have read ahead: the status now, then after every change; returns an unsubscribe function. */
-  watchReadAhead(onStatus: (st: PrefetchStatus) => void): () => void;
+  /**
+   * Follows what the drafts have read ahead: the status now, then after every change; returns an unsubscribe
+   * function. onEnd hears when the stream ended by itself (refused, the server gone): subscribe again to go on.
+   */
+  watchReadAhead(onStatus: (st: PrefetchStatus) => void, onEnd?: () => void): () => void;
 
   workspaces(): Promise<Workspace[]>;
   createWorkspace(name: string): Promise<void>;

@@ -405,7 +405,7 @@ export class ChatView {
         if (!this.busy && this.input.value.trim()) this.readAhead.follow();
       }, () => undefined);
     });
-    this.readAhead = new ReadAhead((onStatus) => this.ctx.t.watchReadAhead(onStatus));
+    this.readAhead = new ReadAhead((onStatus, onEnd) => this.ctx.t.watchReadAhead(onStatus, onEnd));
     this.list = h('ul', { class: 'chat-list', testid: 'chat-list' });
     this.search = h('input', { type: 'search', class: 'chat-search', testid: 'chat-search', placeholder: 'Search chats', attrs: { 'aria-label': 'Search chats' } });
     this.search.addEventListener('input', () => this.searchInput());
@@ -506,6 +506,7 @@ export class ChatView {
 
   newChat(): void {
     if (this.running) this.stop();
+    this.readAhead.clear(); // read for the other chat
     this.chatId = undefined;
     clear(this.messages);
     this.follow.jump();
@@ -603,6 +604,7 @@ export class ChatView {
 
   async openChat(id: number): Promise<void> {
     if (this.running) this.stop();
+    this.readAhead.clear(); // read for the other chat
     try {
       const chat = await this.ctx.t.chat(id);
       this.chatId = chat.id ?? id;
@@ -632,6 +634,7 @@ export class ChatView {
   ask(question: string, route?: 'main'): void {
     const ws = this.ctx.workspace();
     if (!ws || this.busy) return;
+    this.readAhead.clear(); // whatever was read ahead goes to this question (or is no longer for the box's draft)
     const meter = new TTFTMeter();
     meter.start(); // submit time: before anything else happens
     const turn = new Turn(this.ctx, question, (q, r) => this.ask(q, r), () => this.rate);

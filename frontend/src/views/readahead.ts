@@ -54,14 +54,16 @@ function same(a: ReadAheadShown | undefined, b: ReadAheadShown | undefined): boo
   return a === b || (!!a && !!b && a.state === b.state && a.read === b.read && a.passages === b.passages && a.tokens === b.tokens);
 }
 
-/** Follows the read-ahead status (the status now, then each change); returns the unsubscribe function. */
-export type WatchReadAhead = (onStatus: (st: PrefetchStatus) => void) => () => void;
+/** Follows the read-ahead status (the status now, then each change; onEnd: it stopped); returns the unsubscribe function. */
+export type WatchReadAhead = (onStatus: (st: PrefetchStatus) => void, onEnd: () => void) => () => void;
 
 export class ReadAhead {
   readonly el: HTMLElement;
   /** Set while a question is being typed: the status is followed from its first draft until it is sent. */
   private unwatch: (() => void) | undefined;
   private settle: ReturnType<typeof setTimeout> | undefined;
+  /** Bumped by each subscription and by clear. */
+  private gen = 0;
   /** This question's line so far (cleared when the question is sent or the box emptied). */
   private shown: ReadAheadShown | undefined;
 
@@ -75,16 +77,26 @@ export class ReadAhead {
       this.show(); // a new draft is news: the line is live again
       return;
     }
-    this.unwatch = this.watch((st) => {
-      const next = nextShown(this.shown, st);
-      if (same(next, this.shown)) return;
-      this.shown = next;
-      this.show();
-    });
+    // Only this subscription's statuses count: a late one of an earlier question's is dropped.
+    const gen = ++this.gen;
+    this.unwatch = this.watch(
+      (st) => {
+        if (gen !== this.gen) return;
+        const next = nextShown(this.shown, st);
+        if (same(next, this.shown)) return;
+        this.shown = next;
+        this.show();
+      },
+      () => {
+        // The stream ended (refused, the server restarted): the next draft subscribes again.
+        if (gen === this.gen) this.unwatch = undefined;
+      },
+    );
   }
 
   /** The question was sent or the draft emptied: nothing to show, and the next question starts afresh. */
   clear(): void {
+    this.gen++;
     this.unwatch?.();
     this.unwatch = undefined;
     clearTimeout(this.settle);
