@@ -103,7 +103,11 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		let()
 		return PrefetchResult{Reason: "remote chat model"}, nil
 	}
-	ctx = engine.WithPriority(ctx, engine.Background)
+	// The draft's retrieval and assembly run at the request's priority:
+	// counting a new passage's tokens at the read-ahead's own (background)
+	// priority waited for the older draft's whole prefill, which this
+	// draft supersedes; asked for first, the older read gives way within a
+	// micro-batch and what it read stays.
 	x := a.quietAsk(ctx, draft, m, ws)
 	x.draft = true
 	x.t.ChatID = req.ChatID
@@ -144,8 +148,8 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		bg, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 		defer cancel(nil)
 		defer context.AfterFunc(untilAsk, func() { cancel(context.Cause(untilAsk)) })()
-		if trim {
-			reader.TrimSeq(engine.WithPriority(bg, engine.Background), engine.SeqAnswer, warm)
+		if trim { // at the request's priority too: the older draft's read gives way to it
+			reader.TrimSeq(bg, engine.SeqAnswer, warm)
 		}
 		_, err := reader.Prefetch(engine.WithProgress(bg, func(p engine.Progress) {
 			if p.Marks != nil { // nil: the runner could not place them, and what was held before counts
