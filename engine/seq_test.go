@@ -104,7 +104,7 @@ func TestPrefetchAdopted(t *testing.T) {
 	if marked[len(marked)-1] != len(marks) || !slices.ContainsFunc(marked, func(n int) bool { return n > 0 && n < len(marks) }) {
 		t.Errorf("marks reached per report %v: want some, then all %d", marked, len(marks))
 	}
-	t.Logf("held per report %v, marks reached %v", held, marked)
+	t.Logf("held per report %v, marks reached %v; tokenize %.2f ms, prefill %.1f ms", held, marked, pst.TokenizeMs, pst.PrefillMs)
 	if pst.EvalTokens < 100 || pst.StopReason != "" {
 		t.Fatalf("prefetch: %+v", pst)
 	}
