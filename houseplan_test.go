@@ -91,9 +91,10 @@ func TestHousePlan(t *testing.T) {
 
 // TestAppRooms holds app/'s rooms to their doors: the read-ahead's and the
 // prefill meter's state is touched only through their methods (each has
-// its own lock), and the prompt's text markers are used only where the
-// prompt is laid out, so nothing finds a passage or the question by
-// searching a rendered prompt.
+// its own lock); only a question asked is an ask (drafts use the stages);
+// and the prompt's text markers are used only where the prompt is laid
+// out, so nothing finds a passage or the question by searching a rendered
+// prompt.
 func TestAppRooms(t *testing.T) {
 	fset := token.NewFileSet()
 	files := map[string]*ast.File{}
@@ -140,6 +141,19 @@ func TestAppRooms(t *testing.T) {
 				if sel, is := n.(*ast.SelectorExpr); is {
 					if inner, is := sel.X.(*ast.SelectorExpr); is && inner.Sel.Name == r.field && !ok[sel.Sel.Name] {
 						t.Errorf("%s: app/%s reaches into the %s's state (.%s.%s): use its methods", fset.Position(sel.Pos()), name, r.recv, r.field, sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+		// Drafts and measurements run the stages they need (find, layOut)
+		// with a question and a quiet observer: only a question asked is
+		// an ask.
+		if name != "ask.go" {
+			ast.Inspect(f, func(n ast.Node) bool {
+				if cl, is := n.(*ast.CompositeLit); is {
+					if id, is := cl.Type.(*ast.Ident); is && id.Name == "ask" {
+						t.Errorf("%s: app/%s makes an ask: use the stages (find, layOut) with a question", fset.Position(cl.Pos()), name)
 					}
 				}
 				return true

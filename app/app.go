@@ -261,6 +261,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			return nil, fmt.Errorf("$%s: %w", APIKeyEnv, err)
 		}
 	}
+	if err := a.backfillPassages(ctx); err != nil {
+		a.log.Warn("earlier questions' passages not stored: follow-ups in those chats lay them out without", "err", err)
+	}
 	if a.cur, err = a.openModels(a.settings); err != nil {
 		db.Close()
 		return nil, err

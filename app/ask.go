@@ -63,45 +63,33 @@ func (a *App) Ask(ctx context.Context, req AskRequest, emit Sink) (*Trace, error
 	}
 	defer x.release()
 	a.ahead.asked()
-	if r := local(x.m.chat); r != nil {
+	if r := local(x.q.m.chat); r != nil {
 		// Reading ahead stops now, not when the answer starts: on a
 		// small CPU it would slow the question's embedding severalfold.
 		defer r.Reserve(ctx)()
 	}
-	err = x.run(x.start, x.openChat, x.retrieve, x.rerank, x.assemble, x.generate)
+	err = x.run()
 	x.finish(err)
 	return x.t, err
 }
 
-// ask is one question on its way through the pipeline's stages.
+// ask is one question on its way through the pipeline's stages: the
+// observer that tells its front door and writes its trace, and what the
+// stages returned that finishing it needs.
 type ask struct {
-	a    *App
-	ctx  context.Context
-	q    string
-	rec  *recorder
-	t    *Trace
-	emit Sink
-	m    *models
-	s    Settings
-	ws   store.Workspace
-	gen  Generator // the chat model that answers (its route's)
-	// routeAsked is the request's route; "" (a prefetch) does not route.
-	routeAsked string
-	draft      bool // a draft being prefetched, not a question
+	*observer
+	a     *App
+	ctx   context.Context
+	q     *question
+	route string // the request's (RouteAuto, RouteMain or RouteFast)
+	chat  int64  // the chat it goes to (0 until start creates one)
 
-	history  []turn
-	res      retrieve.Result
-	passages []retrieve.Passage // fitted into the prompt, in prompt order
-	prompt   string
-	laid     prompt        // the assembled prompt, with its turn's layout
-	parts    []engine.Part // prompt cut around the passages (stitching)
-	reasons  []string
+	plan     plan // the layout stage's
+	laid     bool // the layout stage ran
 	answer   strings.Builder
 	release  func()
 	newChat  bool  // the question started its chat
 	question int64 // the question's stored message
-	span     trace.Span
-	sendErr  error
 }
 
 // admitAsk checks the request, looks up its workspace and chat (creating
@@ -140,8 +128,8 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 	}
 	ctx, span := a.cfg.Tracer.Start(ctx, "ask", trace.WithTimestamp(t.Received))
 	m, let := a.hold()
-	x := &ask{a: a, ctx: ctx, q: q, t: t, rec: newRecorder(ctx, a.cfg.Tracer, t), emit: emit, m: m,
-		s: a.Settings(), ws: ws, span: span, gen: m.chat, routeAsked: cmp.Or(req.Route, RouteAuto)}
+	x := &ask{a: a, ctx: ctx, observer: newObserver(ctx, a.cfg.Tracer, t, emit, func() { a.Cancel(t.RequestID) }),
+		q: &question{text: q, ws: ws, m: m, s: a.Settings()}, route: cmp.Or(req.Route, RouteAuto), chat: req.ChatID}
 	x.release = func() {
 		let()
 		cancel()
@@ -152,64 +140,38 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 	return x, nil
 }
 
-// quietAsk is a question that only runs stages up to assembly, for the
-// main chat model, sending no events and storing nothing (a prefetch, a
-// fidelity measurement).
-func (a *App) quietAsk(ctx context.Context, q string, m *models, ws store.Workspace) *ask {
-	t := &Trace{Received: time.Now(), Stages: map[string]float64{}, StageStarts: map[string]float64{}}
-	return &ask{a: a, ctx: ctx, q: q, t: t, rec: newRecorder(ctx, a.cfg.Tracer, t), m: m, s: a.Settings(), ws: ws,
-		gen: m.chat, emit: func(Event) error { return nil }}
-}
-
-// run calls the stages in order until one fails.
-func (x *ask) run(stages ...func() error) error {
-	for _, stage := range stages {
-		if err := stage(); err != nil {
-			return err
-		}
+// run takes the question through its stages: its chat, find, layOut,
+// generate.
+func (x *ask) run() error {
+	if err := x.start(); err != nil {
+		return err
 	}
-	return nil
-}
-
-// send emits an event; a sink that fails cancels the answer.
-func (x *ask) send(ev Event) error {
-	if x.sendErr != nil {
-		return x.sendErr
+	if err := x.openChat(); err != nil {
+		return err
 	}
-	if err := x.emit(ev); err != nil {
-		x.sendErr = fmt.Errorf("client gone: %w", err)
-		x.a.Cancel(x.t.RequestID)
-		return x.sendErr
+	res, err := x.a.find(x.ctx, x.q, x.observer)
+	if err != nil {
+		return err
 	}
-	return nil
-}
-
-// stage reports a stage (a Stage* name) starting or ending.
-func (x *ask) stage(name, state string, detail map[string]any) error {
-	ev := StageEvent{Name: trimMs(name), State: state, Detail: detail}
-	if state == stageDone {
-		ev.Ms = x.t.Stages[name]
+	if err := x.layOut(res); err != nil {
+		return err
 	}
-	return x.send(ev)
-}
-
-func (x *ask) degrade(level Fallback, reason string) {
-	x.t.FallbackLevel = max(x.t.FallbackLevel, level)
-	x.reasons = append(x.reasons, reason)
+	return x.generate()
 }
 
 // start creates the chat if the question starts one, then sends the
 // first event with the chat's id: a front door that stops the answer at
 // once still knows which chat to continue (a retry goes on in it).
 func (x *ask) start() error {
-	if x.t.ChatID == 0 {
-		c, err := x.a.db.NewChat(x.ctx, x.ws.ID, chatTitle(x.q))
+	if x.chat == 0 {
+		c, err := x.a.db.NewChat(x.ctx, x.q.ws.ID, chatTitle(x.q.text))
 		if err != nil {
 			return err
 		}
-		x.t.ChatID, x.newChat = c.ID, true
+		x.chat, x.newChat = c.ID, true
+		x.t.ChatID = c.ID
 	}
-	return x.send(Started{RequestID: x.t.RequestID, ChatID: x.t.ChatID})
+	return x.send(Started{RequestID: x.t.RequestID, ChatID: x.chat})
 }
 
 // chatTitle is a chat's title: its first question, cut to 80 bytes on a
@@ -229,36 +191,15 @@ func chatTitle(q string) string {
 // is kept even if answering fails.
 func (x *ask) openChat() error {
 	if !x.newChat {
-		if err := x.loadHistory(); err != nil {
+		h, err := x.a.history(x.ctx, x.chat)
+		if err != nil {
 			return err
 		}
+		x.q.history = h
 	}
-	m, err := x.a.db.AppendMessage(x.ctx, store.Message{ChatID: x.t.ChatID, Role: "user", Content: x.q, RequestID: x.t.RequestID})
+	m, err := x.a.db.AppendMessage(x.ctx, store.Message{ChatID: x.chat, Role: "user", Content: x.q.text, RequestID: x.t.RequestID})
 	x.question = m.ID
 	return err
-}
-
-// loadHistory reads the chat's earlier turns.
-func (x *ask) loadHistory() error {
-	if x.t.ChatID == 0 {
-		return nil
-	}
-	msgs, err := x.a.db.Messages(x.ctx, x.t.ChatID)
-	if err != nil {
-		return fmt.Errorf("chat %d: %w", x.t.ChatID, err)
-	}
-	for _, m := range msgs {
-		h := turn{Message: engine.Message{Role: m.Role, Content: m.Content}}
-		switch {
-		case m.Role != "user":
-		case m.Passages != nil:
-			h.passages = storedPassages(m.Passages)
-		case m.RequestID != "":
-			h.passages = x.a.turnPassages(x.ctx, m.RequestID) // stored before questions kept their passages
-		}
-		x.history = append(x.history, h)
-	}
-	return nil
 }
 
 // storedPassages are the passages a question's turn carried, as it sent
@@ -278,176 +219,30 @@ func storedPassages(b []byte) []retrieve.Passage {
 	return out
 }
 
-// turnPassages are the passages a question's prompt placed in its own
-// turn, read back from its trace (the cut one cut again) so that a
-// follow-up renders that turn byte for byte: for the questions stored
-// before they kept their passages themselves.
-// A chunk gone since (re-indexed) is left out: the cache is then reused
-// only up to it.
-func (a *App) turnPassages(ctx context.Context, requestID string) []retrieve.Passage {
-	t, err := a.Trace(ctx, requestID)
-	if err != nil || len(t.TurnPassages) == 0 {
-		return nil
-	}
-	hits, err := a.db.ChunkTexts(ctx, t.TurnPassages)
-	if err != nil {
-		a.log.Warn("earlier passages", "request", requestID, "err", err)
-		return nil
-	}
-	byID := map[int64]store.Hit{}
-	for _, h := range hits {
-		byID[h.ChunkID] = h
-	}
-	var out []retrieve.Passage
-	for _, id := range t.TurnPassages {
-		if h, ok := byID[id]; ok {
-			if c := t.Cut; c != nil && c.ChunkID == id {
-				h.Text = c.apply(h.Text)
-			}
-			out = append(out, retrieve.Passage{ChunkID: h.ChunkID, DocID: h.DocumentID, Path: h.Path, Rel: h.Rel, Heading: h.Heading,
-				Page: h.Page, LineStart: h.LineStart, LineEnd: h.LineEnd, Text: h.Text})
-		}
-	}
-	return out
-}
-
-// retrieve runs the query embedding, then vector ‖ BM25, fused.
-func (x *ask) retrieve() error {
-	x.stage(StageRetrieval, stageStart, nil)
-	start := time.Now()
-	res, err := x.m.retriever.Search(x.ctx, x.ws.ID, x.q, retrieve.Options{TopK: max(x.s.TopK, x.s.RerankK), EfSearch: x.s.EfSearch})
-	if err != nil {
-		return fmt.Errorf("retrieval: %w", err)
-	}
-	base := x.rec.since(start)
-	for _, st := range []struct {
-		name string
-		step retrieve.Step
-	}{{StageEmbed, res.Timing.Embed}, {StageVector, res.Timing.Vector}, {StageBM25, res.Timing.BM25}} {
-		x.rec.set(st.name, st.step.Ms, base+st.step.Start)
-	}
-	x.rec.add(StageRetrieval, start, time.Now())
-	x.res = res
-	x.t.EmbedCacheHit, x.t.EmbedLookup, x.t.RetrievalCacheHit, x.t.RetrievalMode = res.EmbedCacheHit, res.EmbedLookup, res.CacheHit, res.Mode
-	if res.Mode == retrieve.ModeBM25 {
-		x.degrade(FallbackBM25, "BM25 only: "+res.Degraded)
-	}
-	return x.stage(StageRetrieval, stageDone, map[string]any{"sources": len(res.Passages), "mode": res.Mode})
-}
-
-// rerank reorders the candidates when a reranker exists and its expected
-// cost fits the budget. A remote reranker that fails hands over to the
-// local one when there is one, else rerank is skipped; either way the
-// trace says so (fallback level 1, rerank_route).
-func (x *ask) rerank() error {
-	k := min(x.s.RerankK, len(x.res.Passages))
-	rr := x.m.rerank
-	remoteRR := isRemoteReranker(rr)
-	if remoteRR {
-		x.t.RerankRoute = rr.ID()
-	}
-	cost := func(r Reranker) float64 { return x.a.rerankCost(r.ID()) * float64(k) }
-	switch {
-	case rr == nil:
-		x.degrade(FallbackRerank, "rerank skipped: no rerank model")
-		x.rec.skip(StageRerank, "no rerank model")
-	case k == 0:
-		x.rec.skip(StageRerank, "nothing to rerank")
-	case x.s.RerankBudgetMs > 0 && cost(rr) > float64(x.s.RerankBudgetMs):
-		why := fmt.Sprintf("%d candidates would take ~%.0f ms, over the %d ms budget", k, cost(rr), x.s.RerankBudgetMs)
-		x.degrade(FallbackRerank, "rerank skipped: "+why)
-		x.rec.skip(StageRerank, why)
-	default:
-		x.stage(StageRerank, stageStart, map[string]any{"candidates": k})
-		start := time.Now()
-		d, err := x.m.retriever.Rerank(x.ctx, rr, x.q, &x.res, k)
-		if err == nil {
-			x.a.noteRerank(rr.ID(), ms(d), k)
-		}
-		if err != nil && remoteRR && x.ctx.Err() == nil {
-			err = x.rerankLocally(k, rr, err, time.Since(start))
-		}
-		x.rec.add(StageRerank, start, time.Now())
-		if err != nil {
-			x.degrade(FallbackRerank, "rerank failed: "+err.Error())
-		}
-		return x.stage(StageRerank, stageDone, nil)
-	}
-	return nil
-}
-
-// rerankLocally stands in for the remote reranker rr, which failed with
-// failed after spent: the local reranker runs when there is one and it
-// fits what is left of the budget, else rerank is skipped, said as such.
-// It returns the local reranker's own error (nil when it ran or was
-// skipped).
-func (x *ask) rerankLocally(k int, rr Reranker, failed error, spent time.Duration) error {
-	local := x.m.rerankFallback
-	x.t.RerankRoute = "none (fallback from " + rr.ID() + ")"
-	if local == nil {
-		x.degrade(FallbackRerank, "rerank skipped: remote rerank unavailable (no local rerank model to fall back to): "+failed.Error())
-		return nil
-	}
-	if x.s.RerankBudgetMs > 0 {
-		cost, left := x.a.rerankCost(local.ID())*float64(k), float64(x.s.RerankBudgetMs)-ms(spent)
-		switch {
-		case left <= 0:
-			x.degrade(FallbackRerank, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) after %.0f ms: nothing left of the %d ms budget for the local one",
-				failed, ms(spent), x.s.RerankBudgetMs))
-			return nil
-		case cost > left:
-			x.degrade(FallbackRerank, fmt.Sprintf("rerank skipped: remote rerank unavailable (%v) after %.0f ms, and the local one would take ~%.0f ms, over the %.0f ms left of the %d ms budget",
-				failed, ms(spent), cost, left, x.s.RerankBudgetMs))
-			return nil
-		}
-	}
-	x.degrade(FallbackRerank, "remote rerank unavailable, the local reranker ran: "+failed.Error())
-	d, err := x.m.retriever.Rerank(x.ctx, local, x.q, &x.res, k)
-	if err != nil {
-		return err
-	}
-	x.t.RerankRoute = local.ID() + " (fallback from " + rr.ID() + ")"
-	x.a.noteRerank(local.ID(), ms(d), k)
-	return nil
-}
-
-// assemble fits the passages into the prompt's token budget.
-func (x *ask) assemble() error {
-	passages := x.res.Passages[:min(x.s.TopK, len(x.res.Passages))]
+// layOut lays the prompt out for the main chat model, lets the router pick
+// the model that answers, and lays it out again for the fast one when that
+// one answers (it renders and counts in its own template and vocabulary).
+func (x *ask) layOut(res retrieve.Result) error {
 	x.stage(StageAssemble, stageStart, nil)
 	start := time.Now()
-	if x.gen != nil {
-		x.t.ContextBudget, x.t.ContextBudgetFrom = x.a.contextBudget(x.s)
-		p, err := x.a.assemble(x.ctx, x.gen, x.history, x.q, passages, x.t.ContextBudget, x.reuse(x.gen))
-		if err != nil {
-			return err
+	pl, err := x.a.layOut(x.ctx, x.q, x.q.m.chat, res, forQuestion)
+	if err == nil && pl.gen != nil {
+		var g Generator
+		x.t.RouteRole, g, x.t.RouteReason = x.a.pickRoute(x.q, x.route, pl.prompt)
+		if g != pl.gen {
+			pl, err = x.a.layOut(x.ctx, x.q, g, res, forQuestion)
 		}
-		if x.routeAsked != "" {
-			var g Generator
-			x.t.RouteRole, g, x.t.RouteReason = x.pickRoute(p)
-			if g != x.gen { // the fast model renders and counts in its own template and vocabulary
-				x.gen = g
-				if p, err = x.a.assemble(x.ctx, g, x.history, x.q, passages, x.t.ContextBudget, x.reuse(g)); err != nil {
-					return err
-				}
-			}
-		}
-		x.prompt, x.passages, x.parts, x.laid = p.text(), p.passages, p.parts(), p
-		x.t.StalePassages, x.t.LatePassages, x.t.Cut = p.stale, p.late, p.cut
-		for _, q := range p.turn {
-			x.t.TurnPassages = append(x.t.TurnPassages, q.ChunkID)
-		}
-	} else {
-		x.passages = passages
-		x.degrade(FallbackExtractive, "no generation model: extractive answer")
 	}
-	x.rec.add(StageAssemble, start, time.Now())
-	x.t.ContextChunks = len(x.passages)
-	x.t.FallbackReason = strings.Join(x.reasons, "; ")
-	if err := x.stage(StageAssemble, stageDone, map[string]any{"sources": len(x.passages), "candidates": len(x.res.Passages)}); err != nil {
+	if err != nil {
 		return err
 	}
-	return x.send(toSources(x.passages))
+	x.plan, x.laid = pl, true
+	x.laidOut(pl)
+	x.rec.add(StageAssemble, start, time.Now())
+	if err := x.stage(StageAssemble, stageDone, map[string]any{"sources": len(pl.passages), "candidates": len(res.Passages)}); err != nil {
+		return err
+	}
+	return x.send(toSources(pl.passages))
 }
 
 // generate streams the answer (or the extractive one) and lays the
@@ -478,33 +273,32 @@ func (x *ask) generate() error {
 		return nil
 	}
 	var err error
-	if x.gen == nil {
+	gen, s := x.plan.gen, x.q.s
+	if gen == nil {
 		x.t.Route = "extractive"
-		err = token(extractive(x.passages, "no generation model is configured"))
+		err = token(extractive(x.plan.passages, "no generation model is configured"))
 	} else {
-		x.t.Route = x.gen.ID()
+		x.t.Route = gen.ID()
 		// The model answers one question at a time: a question waits here,
 		// not earlier, so its retrieval overlaps the answer before it.
 		x.stage(StageQueue, stageStart, nil)
-		expected := x.notePrefetch()
+		held := x.notePrefetch()
 		var st engine.Stats
 		// A prefetch of other passages is cut back first: its cells would
 		// slow this prefill (this is a one-user app: the draft being typed is
 		// this question's).
-		trim := x.t.Prefetch == PrefetchMiss
+		trim := held == PrefetchMiss
 		if trim {
 			x.cutSpeculation()
 		}
-		req := engine.GenerateRequest{Prompt: x.prompt, MaxTokens: x.s.MaxTokens, TrimSpeculative: trim,
-			Speculate: x.s.Speculate, SpecFloor: specFloor(x.s.SpecFloorPct)}
-		if stitch := x.stitchFor(); stitch != nil {
-			req.Parts, req.Stitch = x.parts, stitch
-		}
+		req := engine.GenerateRequest{Prompt: x.plan.prompt.text(), MaxTokens: s.MaxTokens, TrimSpeculative: trim,
+			Speculate: s.Speculate, SpecFloor: specFloor(s.SpecFloorPct)}
+		req.Parts, req.Stitch = x.stitchFor()
 		req.OnPlan = func(plan engine.Stats) {
 			planAt = time.Now()
 			x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
 			expected := 0.0
-			if sp := x.a.prefillSpeed(x.gen); sp > 0 {
+			if sp := x.a.prefillSpeed(gen); sp > 0 {
 				expected = float64(plan.EvalTokens) / sp * 1000
 			}
 			x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
@@ -514,15 +308,15 @@ func (x *ask) generate() error {
 		st, err = x.generateChat(req, token) // the remote chat model, or its local fallback
 		x.recordGeneration(genStart, st)
 		x.noteStitch(st)
-		x.adopted(st, expected)
+		x.adopted(st, held == PrefetchHit)
 		if st.PromptTokens > 0 {
 			x.answeredWith()
 		}
-		x.queuePassages()
+		x.a.queuePassages(x.ctx, s, x.plan)
 	}
 	end := time.Now()
 	x.rec.set(StageTotal, x.rec.since(end), 0)
-	if x.gen != nil {
+	if gen != nil {
 		// Decode runs from the first token to the end, on this process's
 		// clock: the live event and the stored trace carry the same figure.
 		from := end
@@ -570,7 +364,7 @@ func (x *ask) recordGeneration(genStart time.Time, st engine.Stats) {
 	rec.set(StageLLMTTFT, llm, rec.since(genStart)+st.QueueMs)
 	if st.EvalTokens > 0 && st.PrefillMs > 0 && st.StitchedTokens == 0 {
 		// Read as the prompt's tail (stitching reads tokens all through it).
-		x.a.notePrefill(x.gen, st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
+		x.a.notePrefill(x.plan.gen, st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
 	}
 }
 
@@ -593,7 +387,7 @@ func (x *ask) finish(err error) {
 		if errors.Is(err, context.Canceled) || errors.Is(x.ctx.Err(), context.Canceled) {
 			t.StopReason = "cancel"
 		}
-	} else if x.gen != nil { // an extractive answer quotes its passages: nothing to check
+	} else if x.plan.gen != nil { // an extractive answer quotes its passages: nothing to check
 		x.noteSupport()
 	}
 	x.storeTurn(ctx)
@@ -627,7 +421,7 @@ func (x *ask) skipReason(err error) string {
 	switch {
 	case err != nil:
 		return "the question ended before it"
-	case x.gen == nil:
+	case x.plan.gen == nil:
 		return "no chat model: extractive answer"
 	}
 	return "not needed for this question"
@@ -639,11 +433,11 @@ func (x *ask) skipReason(err error) string {
 // shows its citations, and a follow-up lays this turn out as it was sent.
 func (x *ask) storeTurn(ctx context.Context) {
 	t, db := x.t, x.a.db
-	if t.ChatID == 0 || x.question == 0 {
+	if x.chat == 0 || x.question == 0 {
 		return
 	}
-	if x.prompt != "" { // assembled: even none are worth knowing
-		b, err := json.Marshal(toSources(x.laid.turn))
+	if x.laid && x.plan.gen != nil { // assembled: even none are worth knowing
+		b, err := json.Marshal(toSources(x.plan.prompt.turn))
 		if err == nil {
 			err = db.SetPassages(ctx, x.question, b)
 		}
@@ -654,11 +448,11 @@ func (x *ask) storeTurn(ctx context.Context) {
 	if x.answer.Len() == 0 && t.Error == "" {
 		return
 	}
-	m := store.Message{ChatID: t.ChatID, Role: "assistant", Content: x.answer.String(), RequestID: t.RequestID,
+	m := store.Message{ChatID: x.chat, Role: "assistant", Content: x.answer.String(), RequestID: t.RequestID,
 		Stopped: t.StopReason == "cancel"}
-	if len(x.passages) > 0 {
+	if ps := x.plan.passages; len(ps) > 0 {
 		// Their texts are the questions' (above), or the chunks' (extractive).
-		src := toSources(x.passages)
+		src := toSources(ps)
 		for i := range src {
 			src[i].Text = ""
 		}
@@ -676,8 +470,8 @@ func (x *ask) storeTurn(ctx context.Context) {
 // noteSupport records how well the answer is backed by the passages its
 // prompt numbered, each as the model read it (CheckSupport).
 func (x *ask) noteSupport() {
-	texts := make([]string, len(x.passages))
-	for i, p := range x.passages {
+	texts := make([]string, len(x.plan.passages))
+	for i, p := range x.plan.passages {
 		texts[i] = sourceBody(p)
 	}
 	s := CheckSupport(x.answer.String(), texts)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"lore/app"
+	"lore/store"
 )
 
 // TestChatKeepsCitations: a chat read back has each answer's sources as they
@@ -220,5 +221,64 @@ func TestWorkspaceNames(t *testing.T) {
 	}
 	if want := []string{"My Notes", "default", "papers", "Été 2024_v1.2-final"}; !slices.Equal(names, want) {
 		t.Errorf("workspaces %q, want %q (a run came back for one deleted or renamed?)", names, want)
+	}
+}
+
+// TestBackfillPassages: a question stored before questions kept their turn's
+// passages gets them, when the app opens, from its trace: as its turn sent
+// them, so a follow-up lays that turn out again byte for byte.
+func TestBackfillPassages(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	a := newApp(t, opts{chat: true, data: data})
+	r := ask(t, a, "when does the river market open", 0)
+	a.Close()
+
+	db, err := store.Open(ctx, filepath.Join(data, "lore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := db.Messages(ctx, r.trace.ChatID)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("messages %+v, %v", msgs, err)
+	}
+	sent := msgs[0].Passages
+	var ss app.Sources
+	if err := json.Unmarshal(sent, &ss); err != nil || len(ss) == 0 {
+		t.Fatalf("the question kept passages %s (%v): want its turn's", sent, err)
+	}
+	if err := db.SetPassages(ctx, msgs[0].ID, nil); err != nil { // as an older Lore stored it
+		t.Fatal(err)
+	}
+	db.Close()
+
+	b, err := app.New(ctx, app.Config{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	db, err = store.Open(ctx, filepath.Join(data, "lore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	msgs, err = db.Messages(ctx, r.trace.ChatID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the prompt rendered: not the retrieval scores, which only the
+	// live question had.
+	var got app.Sources
+	if err := json.Unmarshal(msgs[0].Passages, &got); err != nil {
+		t.Fatalf("backfilled passages %s: %v", msgs[0].Passages, err)
+	}
+	for i := range ss {
+		ss[i].Scores = app.Scores{}
+	}
+	if !slices.Equal(got, ss) {
+		t.Errorf("passages read back from the trace:\n%+v\nwant as the turn sent them:\n%+v", got, ss)
+	}
+	if left, err := db.QuestionsWithoutPassages(ctx); err != nil || len(left) != 0 {
+		t.Errorf("questions still without passages: %+v, %v", left, err)
 	}
 }

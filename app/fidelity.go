@@ -109,26 +109,32 @@ func (a *App) MeasureFidelity(ctx context.Context, req FidelityRequest) (Fidelit
 	rows := make([]FidelityRow, len(req.Repairs))
 	prefills := make([][]float64, len(req.Repairs))
 	for _, q := range req.Questions {
-		x := a.quietAsk(ctx, q, m, ws)
-		if err := x.run(x.retrieve, x.rerank, x.assemble); err != nil {
+		qu := &question{text: q, ws: ws, m: m, s: a.Settings()}
+		res, err := a.find(ctx, qu, quietObserver(ctx, a.cfg.Tracer))
+		if err != nil {
 			return f, err
 		}
-		if x.parts == nil || len(x.passages) == 0 {
+		pl, err := a.layOut(ctx, qu, m.chat, res, forQuestion)
+		if err != nil {
+			return f, err
+		}
+		parts := pl.prompt.parts()
+		if parts == nil || len(pl.passages) == 0 {
 			continue
 		}
-		for _, p := range x.parts {
+		for _, p := range parts {
 			if p.Passage {
 				if _, err := chat.CachePassage(ctx, prefix, p.Text); err != nil {
 					return f, fmt.Errorf("fidelity: save passage: %w", err)
 				}
 			}
 		}
-		full, err := gen(x.parts, nil)
+		full, err := gen(parts, nil)
 		if err != nil {
 			return f, err
 		}
 		for i, k := range req.Repairs {
-			r, err := gen(x.parts, &engine.Stitch{Prefix: prefix, Repair: k})
+			r, err := gen(parts, &engine.Stitch{Prefix: prefix, Repair: k})
 			if err != nil {
 				return f, err
 			}

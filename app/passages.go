@@ -55,29 +55,32 @@ type passageJob struct {
 // maxPassageJobs bounds the queue; older jobs are dropped first.
 const maxPassageJobs = 256
 
-// stitchFor returns how this question's prompt may use saved passage KV
-// (nil: it may not), recording the decision in the trace.
-func (x *ask) stitchFor() *engine.Stitch {
-	if !x.s.PassageKV || x.parts == nil {
-		return nil
+// stitchFor returns how this question's prompt may use saved passage KV:
+// the prompt cut around its passages and the stitch (nil: it may not),
+// recording the decision in the trace.
+func (x *ask) stitchFor() ([]engine.Part, *engine.Stitch) {
+	s, gen := x.q.s, x.plan.gen
+	parts := x.plan.prompt.parts()
+	if !s.PassageKV || parts == nil {
+		return nil, nil
 	}
-	refuse := func(why string) *engine.Stitch {
+	refuse := func(why string) ([]engine.Part, *engine.Stitch) {
 		x.t.Stitch, x.t.StitchNote = "refused", why
-		return nil
+		return nil, nil
 	}
-	if why := cannotStitch(x.gen); why != "" {
+	if why := cannotStitch(gen); why != "" {
 		return refuse(why)
 	}
-	prefix, err := passagePrefix(x.gen.Template())
+	prefix, err := passagePrefix(gen.Template())
 	if err != nil {
 		return refuse(err.Error())
 	}
-	why, note := x.a.fidelityRefuses(x.ctx, x.gen.ID(), x.s.PassageRepair)
+	why, note := x.a.fidelityRefuses(x.ctx, gen.ID(), s.PassageRepair)
 	if why != "" {
 		return refuse(why)
 	}
 	x.t.Stitch, x.t.StitchNote = "on", note
-	return &engine.Stitch{Prefix: prefix, Repair: x.s.PassageRepair}
+	return parts, &engine.Stitch{Prefix: prefix, Repair: s.PassageRepair}
 }
 
 // cannotStitch says why g's prompts can never hold saved passage KV ("":
@@ -103,45 +106,50 @@ func (x *ask) noteStitch(st engine.Stats) {
 	}
 }
 
-// queuePassages queues this prompt's passages to have their KV saved, when
-// the setting is on, the chat model can and its fidelity allows stitching;
-// it reports whether it did.
-func (x *ask) queuePassages() bool {
-	if !x.s.PassageKV || x.parts == nil || x.gen == nil || cannotStitch(x.gen) != "" {
+// queuePassages queues pl's passages to have their KV saved, when the
+// setting is on, the chat model can and its fidelity allows stitching; it
+// reports whether it did.
+func (a *App) queuePassages(ctx context.Context, s Settings, pl plan) bool {
+	gen := pl.gen
+	if !s.PassageKV || gen == nil || cannotStitch(gen) != "" {
 		return false
 	}
-	if why, _ := x.a.fidelityRefuses(x.ctx, x.gen.ID(), x.s.PassageRepair); why != "" {
+	parts := pl.prompt.parts()
+	if parts == nil {
 		return false
 	}
-	prefix, err := passagePrefix(x.gen.Template())
+	if why, _ := a.fidelityRefuses(ctx, gen.ID(), s.PassageRepair); why != "" {
+		return false
+	}
+	prefix, err := passagePrefix(gen.Template())
 	if err != nil {
 		return false
 	}
 	// Best ranked last: the queue takes the newest job first, and a draft's
 	// best passages are the likeliest to stay in the final question's set.
 	rank := map[int64]int{}
-	for i, p := range x.res.Passages {
+	for i, p := range pl.candidates {
 		rank[p.ChunkID] = i
 	}
 	var jobs []passageJob
 	n := 0
-	for _, p := range x.parts {
+	for _, p := range parts {
 		if !p.Passage {
 			continue
 		}
-		if c := x.laid.cut; c != nil && x.passages[n].ChunkID == c.ChunkID {
-			n++
+		id := pl.passages[n].ChunkID
+		n++
+		if c := pl.prompt.cut; c != nil && id == c.ChunkID {
 			continue // cut for this question only
 		}
-		r, ok := rank[x.passages[n].ChunkID]
+		r, ok := rank[id]
 		if !ok {
 			r = len(rank) // an earlier turn's: its KV is in the conversation's prefix
 		}
-		jobs = append(jobs, passageJob{model: x.gen.ID(), prefix: prefix, text: p.Text, rank: r})
-		n++
+		jobs = append(jobs, passageJob{model: gen.ID(), prefix: prefix, text: p.Text, rank: r})
 	}
 	slices.SortStableFunc(jobs, func(a, b passageJob) int { return cmp.Compare(b.rank, a.rank) })
-	x.a.passages.add(x.a, jobs)
+	a.passages.add(a, jobs)
 	return true
 }
 

@@ -2,17 +2,16 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"lore/engine"
 	"lore/index/retrieve"
+	"lore/store"
 )
 
 // Speculative prefill: while the user types, the draft question is
@@ -94,13 +93,18 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 		return PrefetchResult{Reason: "draft too short"}, nil
 	}
 	m, let := a.hold()
+	// The models are let go on return, or by the read-ahead that started.
+	handed := false
+	defer func() {
+		if !handed {
+			let()
+		}
+	}()
 	if m.chat == nil {
-		let()
 		return PrefetchResult{Reason: "no generation model"}, nil
 	}
 	reader := local(m.chat)
 	if reader == nil { // a remote model: its KV cache is out of reach, nothing to read ahead into
-		let()
 		return PrefetchResult{Reason: "remote chat model"}, nil
 	}
 	// The draft's retrieval and assembly run at the request's priority:
@@ -108,40 +112,36 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 	// priority waited for the older draft's whole prefill, which this
 	// draft supersedes; asked for first, the older read gives way within a
 	// micro-batch and what it read stays.
-	x := a.quietAsk(ctx, draft, m, ws)
-	x.draft = true
-	x.t.ChatID = req.ChatID
-	if err := x.run(x.loadHistory, x.retrieve, x.rerank, x.assemble); err != nil {
-		let()
+	pl, q, err := a.layOutDraft(ctx, draft, ws, req.ChatID, m)
+	if err != nil {
 		return PrefetchResult{}, err
 	}
-	if x.queuePassages() {
+	res := PrefetchResult{Passages: len(pl.passages)}
+	if a.queuePassages(ctx, q.s, pl) {
 		// Saved passages serve whatever set the question ends with; a whole
 		// draft prompt only that exact set, so the model's background time
 		// goes to the passages.
-		let()
-		return PrefetchResult{Passages: len(x.passages), Reason: "passages queued for saved KV"}, nil
+		res.Reason = "passages queued for saved KV"
+		return res, nil
 	}
-	prefix, ends, ok := x.laid.untilQuestion()
+	prefix, ends, ok := pl.prompt.untilQuestion()
 	if !ok {
-		let()
-		return PrefetchResult{Passages: len(x.passages), Reason: "the model's template does not keep the question last"}, nil
+		res.Reason = "the model's template does not keep the question last"
+		return res, nil
 	}
-	res := PrefetchResult{Passages: len(x.passages)}
 	// A draft for a new chat: the answer sequence's old conversation
 	// would only slow this prefill (attention spans every cell in use),
 	// so it keeps just the system prefix.
 	warm := a.warmTokens()
-	trim := len(x.history) == 0 && warm > 0
-	sp := &reading{heldLayout: heldLayout{base: x.baseKey(m.chat), passages: x.laid.turn}, key: x.specKey(), model: m.chat.ID(),
-		start: time.Now(), sizes: x.laid.sizes}
+	trim := len(q.history) == 0 && warm > 0
+	sp := &reading{heldLayout: heldLayout{base: q.baseKey(m.chat), passages: pl.prompt.turn}, key: q.specKey(pl), model: m.chat.ID(),
+		start: time.Now(), sizes: pl.prompt.sizes}
 	untilAsk, reason := a.ahead.begin(turn, sp, trim)
 	if reason != "" {
-		let()
 		res.Reason = reason
 		return res, nil
 	}
-	started := a.spawn(func(life context.Context) {
+	handed = a.spawn(func(life context.Context) {
 		defer let()
 		// The draft's request has ended by now: the read-ahead lives until
 		// a question is asked (untilAsk, which ends with the app too).
@@ -163,9 +163,9 @@ func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult
 			a.log.Warn("prefetch", "err", err)
 		}
 	})
-	if !started { // the app is closing
-		let()
-		return PrefetchResult{Passages: len(x.passages), Reason: "closing"}, nil
+	if !handed { // the app is closing
+		res.Reason = "closing"
+		return res, nil
 	}
 	res.Started = true
 	return res, nil
@@ -192,81 +192,50 @@ const (
 	ReadAheadStopped = "stopped"
 )
 
-// baseKey names what the prompt holds before this turn's passages: the
-// model, the workspace and the conversation so far.
-func (x *ask) baseKey(g Generator) string {
-	h := sha256.New()
-	for _, m := range x.history {
-		fmt.Fprintf(h, "%s\x00%s\x00", m.Role, m.Content)
-		for _, p := range m.passages {
-			fmt.Fprintf(h, "%d,", p.ChunkID)
-		}
+// layOutDraft finds a draft's passages and lays out the main chat model's
+// prompt for it, as the question would be laid out if asked now.
+func (a *App) layOutDraft(ctx context.Context, draft string, ws store.Workspace, chat int64, m *models) (plan, *question, error) {
+	h, err := a.history(ctx, chat)
+	if err != nil {
+		return plan{}, nil, err
 	}
-	return fmt.Sprintf("%s|%d|%x", g.ID(), x.ws.ID, h.Sum(nil)[:8])
-}
-
-// specKey names the prompt up to the question: its base and this turn's
-// passages in prompt order, so the same key means the same bytes.
-func (x *ask) specKey() string {
-	ids := make([]string, len(x.laid.turn))
-	for i, p := range x.laid.turn {
-		ids[i] = strconv.FormatInt(p.ChunkID, 10)
+	q := &question{text: draft, ws: ws, history: h, m: m, s: a.Settings()}
+	o := quietObserver(ctx, a.cfg.Tracer)
+	res, err := a.find(ctx, q, o)
+	if err != nil {
+		return plan{}, nil, err
 	}
-	return x.baseKey(x.gen) + "|" + strings.Join(ids, ",")
+	pl, err := a.layOut(ctx, q, m.chat, res, forDraft)
+	return pl, q, err
 }
-
-// reuse gives assembly the layouts g's sequences hold after the same
-// conversation, to start this turn with: the speculative sequence's (the
-// drafts of this question), then the answer sequence's (the question asked
-// again).
-func (x *ask) reuse(g Generator) reuse {
-	base := x.baseKey(g)
-	r := reuse{pool: x.res.Passages}
-	if !x.draft && x.s.RouteTTFTMs > 0 && x.a.prefill.readable(speedKey(g), 0, 0) >= 0 {
-		// What the model reads in the first-token budget from where the
-		// unread passages begin, with a margin for the first decode and a
-		// speed that varies; the question is read after them.
-		id, ms, q := speedKey(g), float64(x.s.RouteTTFTMs)*readMargin, questionTokens(x.q)
-		r.allowance = func(start int) int { return x.a.prefill.readable(id, start, ms) - q }
-		r.start = x.a.warmTokens()
-		for _, h := range x.history {
-			r.start += len(h.Content) / 4
-		}
-	}
-	x.a.ahead.layouts(base, x.draft, &r)
-	return r
-}
-
-// readMargin is the share of the first-token budget spent reading passages
-// after Enter.
-const readMargin = 0.85
 
 // notePrefetch records in the trace what the speculative sequence held
-// for this question, before generation.
-func (x *ask) notePrefetch() (expected bool) {
+// for this question, before generation, and returns the outcome it
+// expects (PrefetchHit until the engine says what it adopted).
+func (x *ask) notePrefetch() string {
 	s, ok := x.a.ahead.claim()
-	t := x.t
+	t, turn, gen := x.t, x.plan.prompt.turn, x.plan.gen
 	shared := 0 // passages of this turn the speculative layout holds, in order
-	for shared < min(len(s.passages), len(x.laid.turn)) && s.passages[shared].ChunkID == x.laid.turn[shared].ChunkID {
+	for shared < min(len(s.passages), len(turn)) && s.passages[shared].ChunkID == turn[shared].ChunkID {
 		shared++
 	}
 	switch {
 	case !ok:
 		t.Prefetch = PrefetchNone
-		return false
-	case s.model != x.gen.ID():
+		return t.Prefetch
+	case s.model != gen.ID():
 		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissModel
-	case s.base != x.baseKey(x.gen) || shared == 0 && len(x.laid.turn) > 0:
+	case s.base != x.q.baseKey(gen) || shared == 0 && len(turn) > 0:
 		t.Prefetch, t.PrefetchMiss = PrefetchMiss, MissPassages
 	default:
 		t.Prefetch = PrefetchHit // confirmed by the engine's adoption
-		t.PrefetchNewPassages = len(x.laid.turn) - shared
+		t.PrefetchNewPassages = len(turn) - shared
 		if !s.done {
 			t.PrefetchMiss = MissTooLate // still reading: the question preempts it and adopts what is done
 		}
 	}
 	t.PrefetchAgeMs = round(ms(time.Since(s.start)))
-	return t.Prefetch == PrefetchHit
+	return t.Prefetch
 }
 
 // adopted settles the prefetch outcome from what the engine reused: a
@@ -307,21 +276,21 @@ func (x *ask) adopted(st engine.Stats, expected bool) {
 // sequence back to what its prompt shares (a miss: its cells would slow
 // the prefill).
 func (x *ask) cutSpeculation() {
-	x.a.ahead.cut(x.baseKey(x.gen), x.laid.turn)
+	x.a.ahead.cut(x.q.baseKey(x.plan.gen), x.plan.prompt.turn)
 }
 
 // answeredWith records the layout the answer sequence holds after a
 // question.
 func (x *ask) answeredWith() {
-	turn := x.laid.turn
-	if c := x.laid.cut; c != nil {
+	turn := x.plan.prompt.turn
+	if c := x.plan.prompt.cut; c != nil {
 		// Another question would find a passage cut for this one: what
 		// the sequence holds for others ends before it.
 		if i := slices.IndexFunc(turn, func(p retrieve.Passage) bool { return p.ChunkID == c.ChunkID }); i >= 0 {
 			turn = turn[:i]
 		}
 	}
-	x.a.ahead.answeredWith(heldLayout{base: x.baseKey(x.gen), passages: turn})
+	x.a.ahead.answeredWith(heldLayout{base: x.q.baseKey(x.plan.gen), passages: turn})
 }
 
 // warmTokens is the length of the chat model's warm system prefix.

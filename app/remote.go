@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"lore/app/remote"
@@ -70,11 +69,12 @@ func (a *App) openRemoteRerank(s Settings) (*remote.Reranker, error) {
 // local model answer the same messages, recorded as a fallback. Without a
 // local model the remote's error is the answer's error.
 func (x *ask) generateChat(req engine.GenerateRequest, token func(string) error) (engine.Stats, error) {
-	st, err := x.gen.Generate(x.ctx, req, token)
-	if err == nil || !errors.Is(err, remote.ErrUnavailable) || x.answer.Len() > 0 || x.gen != x.m.chat {
+	m := x.q.m
+	st, err := x.plan.gen.Generate(x.ctx, req, token)
+	if err == nil || !errors.Is(err, remote.ErrUnavailable) || x.answer.Len() > 0 || x.plan.gen != m.chat {
 		return st, err
 	}
-	if x.m.fallback == nil {
+	if m.fallback == nil {
 		return st, fmt.Errorf("%w (no local chat model to fall back to)", err)
 	}
 	// The prompt was rendered in the remote's ChatML; the local model
@@ -84,10 +84,9 @@ func (x *ask) generateChat(req engine.GenerateRequest, token func(string) error)
 		return st, err
 	}
 	x.degrade(FallbackRerank, "remote chat unavailable, the local model answered: "+err.Error())
-	x.t.FallbackReason = strings.Join(x.reasons, "; ")
-	x.t.Route = x.m.fallback.ID() + " (fallback from " + x.m.chat.ID() + ")"
+	x.t.Route = m.fallback.ID() + " (fallback from " + m.chat.ID() + ")"
 	req.Prompt, req.Messages = "", msgs
-	return x.m.fallback.Generate(x.ctx, req, token)
+	return m.fallback.Generate(x.ctx, req, token)
 }
 
 // DataLeaves says, per role, which server receives what: empty when

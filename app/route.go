@@ -40,32 +40,32 @@ func (a *App) checkRoute(route string) error {
 //     speed would be no faster.
 //
 // The reason is written for the user: it is shown beside the answer.
-func (x *ask) pickRoute(p prompt) (role string, g Generator, reason string) {
-	main, fast := x.m.chat, x.m.fast
+func (a *App) pickRoute(q *question, asked string, p prompt) (role string, g Generator, reason string) {
+	main, fast := q.m.chat, q.m.fast
 	switch {
-	case x.routeAsked == RouteMain:
+	case asked == RouteMain:
 		return RouteMain, main, "the main model was asked for"
-	case x.routeAsked == RouteFast && fast != nil:
+	case asked == RouteFast && fast != nil:
 		return RouteFast, fast, "the fast model was asked for"
 	case fast == nil:
-		if x.routeAsked == RouteFast {
+		if asked == RouteFast {
 			return RouteMain, main, "the fast model was asked for but is no longer set"
 		}
 		return RouteMain, main, ""
 	}
-	words := len(strings.Fields(x.q))
-	if n := x.s.RouteShortWords; n > 0 && words <= n && len(x.history) == 0 {
+	words := len(strings.Fields(q.text))
+	if n := q.s.RouteShortWords; n > 0 && words <= n && len(q.history) == 0 {
 		return RouteFast, fast, fmt.Sprintf("a short question (%d words, at most %d go to the fast model)", words, n)
 	}
-	budget := float64(x.s.RouteTTFTMs)
+	budget := float64(q.s.RouteTTFTMs)
 	if budget <= 0 {
 		return RouteMain, main, "no first-token budget set"
 	}
-	toRead := questionTokens(x.q) + p.turnTokens
-	if x.prefetchReady(p) {
-		toRead = questionTokens(x.q) + p.newTokens
+	toRead := questionTokens(q.text) + p.turnTokens
+	if a.ahead.ready(main.ID(), q.baseKey(main), p.turn[:p.kept]) { // the drafts read the passages it starts with
+		toRead = questionTokens(q.text) + p.newTokens
 	}
-	speed := x.a.prefillSpeed(main)
+	speed := a.prefillSpeed(main)
 	if speed <= 0 {
 		return RouteMain, main, "the main model's reading speed is not measured yet"
 	}
@@ -73,7 +73,7 @@ func (x *ask) pickRoute(p prompt) (role string, g Generator, reason string) {
 	if est <= budget {
 		return RouteMain, main, fmt.Sprintf("the main model reads the %d new tokens in ~%.0f ms, within the %.0f ms budget", toRead, est, budget)
 	}
-	if fs := x.a.prefillSpeed(fast); fs > 0 && fs <= speed {
+	if fs := a.prefillSpeed(fast); fs > 0 && fs <= speed {
 		return RouteMain, main, fmt.Sprintf("over the %.0f ms budget (~%.0f ms), but the fast model reads no faster (%.0f vs %.0f tokens/s)", budget, est, fs, speed)
 	}
 	return RouteFast, fast, fmt.Sprintf("the main model would take ~%.0f ms to read the %d new tokens, over the %.0f ms first-token budget", est, toRead, budget)
@@ -82,9 +82,3 @@ func (x *ask) pickRoute(p prompt) (role string, g Generator, reason string) {
 // questionTokens estimates the tokens of the question and the template's
 // tail around it (about four characters a token).
 func questionTokens(q string) int { return len(q)/4 + 16 }
-
-// prefetchReady says whether the main model read the passages this
-// prompt starts its turn with while the user typed.
-func (x *ask) prefetchReady(p prompt) bool {
-	return x.a.ahead.ready(x.m.chat.ID(), x.baseKey(x.m.chat), p.turn[:p.kept])
-}

@@ -119,6 +119,30 @@ func (db *DB) SetPassages(ctx context.Context, id int64, passages json.RawMessag
 	return db.execOne(ctx, fmt.Sprintf("passages of message %d", id), `UPDATE chat_messages SET passages = ? WHERE id = ?`, string(passages), id)
 }
 
+// QuestionsWithoutPassages returns the questions stored before questions kept
+// the passages their turn placed in the prompt: user messages with a request id
+// and no passages.
+func (db *DB) QuestionsWithoutPassages(ctx context.Context) ([]Message, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, chat_id, request_id FROM chat_messages
+		WHERE role = 'user' AND request_id != '' AND passages = '' ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: questions without passages: %w", err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m := Message{Role: "user"}
+		if err := rows.Scan(&m.ID, &m.ChatID, &m.RequestID); err != nil {
+			return nil, fmt.Errorf("store: questions without passages: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: questions without passages: %w", err)
+	}
+	return out, nil
+}
+
 // ChatMatch is a chat found by SearchChats, with a piece of the best matching turn
 // ("" when only the title matched).
 type ChatMatch struct {

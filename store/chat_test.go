@@ -67,6 +67,16 @@ func TestMessageKeepsTurn(t *testing.T) {
 			t.Errorf("message %d: none stored must read back as nil", tt.i)
 		}
 	}
+	// Of the questions, only one with a request id and no passages is one
+	// stored before questions kept them.
+	old, err := db.AppendMessage(ctx, Message{ChatID: c.ID, Role: "user", Content: "and pumice?", RequestID: "r3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := db.QuestionsWithoutPassages(ctx)
+	if err != nil || len(without) != 1 || without[0].ID != old.ID || without[0].RequestID != "r3" || without[0].ChatID != c.ID {
+		t.Errorf("QuestionsWithoutPassages = %+v, %v; want message %d of request r3 alone", without, err, old.ID)
+	}
 }
 
 // TestSearchChats: a chat is found by a word said in any of its turns, not only by
