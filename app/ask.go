@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -306,8 +305,11 @@ func (x *ask) generate() error {
 				"expected_ms": round(expected)}})
 		}
 		st, err = x.generateChat(req, token) // the remote chat model, or its local fallback
-		x.recordGeneration(genStart, st)
-		x.noteStitch(st)
+		x.generated(genStart, st)
+		if st.EvalTokens > 0 && st.PrefillMs > 0 && st.StitchedTokens == 0 {
+			// Read as the prompt's tail (stitching reads tokens all through it).
+			x.a.notePrefill(gen, st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
+		}
 		x.adopted(st, held == PrefetchHit)
 		if st.PromptTokens > 0 {
 			x.answeredWith()
@@ -332,41 +334,6 @@ func (x *ask) generate() error {
 
 // eventGenerate names the decode stage in events (the trace's decode_ms).
 const eventGenerate = "generate"
-
-// recordGeneration turns the engine's numbers into stages laid out from
-// the moment the prompt was handed over.
-func (x *ask) recordGeneration(genStart time.Time, st engine.Stats) {
-	t, rec := x.t, x.rec
-	t.PromptTokens, t.CachedTokens, t.EvalTokens = st.PromptTokens, st.CachedTokens, st.EvalTokens
-	t.DecodeTokens, t.DecodeTokS, t.StopReason = st.DecodeTokens, round(st.DecodeTokS), st.StopReason
-	if st.SpecNote != "" {
-		t.SpecMode, t.Drafted, t.Accepted, t.SpecNote = st.SpecMode, st.Drafted, st.Accepted, st.SpecNote
-		if st.SpecAcceptRate >= 0 {
-			r := math.Round(st.SpecAcceptRate*1000) / 1000
-			t.DraftAcceptRate = &r
-		}
-	}
-	off := rec.since(genStart)
-	rtt := st.RunnerRTTMs / 2
-	rec.set(StageQueue, st.QueueMs, off)
-	off += st.QueueMs + rtt
-	rec.set(StageTokenize, st.TokenizeMs, off)
-	rec.set(StagePrefill, st.PrefillMs, off+st.TokenizeMs)
-	rec.set(StageFirstDecode, st.FirstDecodeMs, off+st.TokenizeMs+st.PrefillMs)
-	if st.StitchMs > 0 {
-		rec.set(StageStitch, st.StitchMs, off+st.TokenizeMs)
-	}
-	rec.set(StageRunnerRTT, st.RunnerRTTMs, rec.since(genStart)+st.QueueMs)
-	llm := st.ClientTTFT
-	if llm == 0 {
-		llm = st.TokenizeMs + st.PrefillMs + st.FirstDecodeMs
-	}
-	rec.set(StageLLMTTFT, llm, rec.since(genStart)+st.QueueMs)
-	if st.EvalTokens > 0 && st.PrefillMs > 0 && st.StitchedTokens == 0 {
-		// Read as the prompt's tail (stitching reads tokens all through it).
-		x.a.notePrefill(x.plan.gen, st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
-	}
-}
 
 // finish stores the answer and the trace, and ends the stream with done
 // (also for a stopped answer; a failed one ends with the front door's error).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -94,16 +93,6 @@ func cannotStitch(g Generator) string {
 		return "the chat model attends through a sliding window: saved passages cannot be placed"
 	}
 	return ""
-}
-
-// noteStitch copies what stitching did into the trace.
-func (x *ask) noteStitch(st engine.Stats) {
-	t := x.t
-	t.StitchedPassages, t.StitchedTokens, t.RepairedTokens = st.StitchedPassages, st.StitchedTokens, st.RepairedTokens
-	t.UncachedPassages = st.UncachedPassages
-	if st.StitchSkipped != "" {
-		t.StitchNote = strings.TrimPrefix(t.StitchNote+"; ", "; ") + st.StitchSkipped
-	}
 }
 
 // queuePassages queues pl's passages to have their KV saved, when the

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"lore/engine"
 	"lore/index/retrieve"
 	"lore/store"
@@ -61,81 +59,6 @@ func (q *question) baseKey(g Generator) string {
 		}
 	}
 	return fmt.Sprintf("%s|%d|%x", g.ID(), q.ws.ID, h.Sum(nil)[:8])
-}
-
-// observer tells a front door how a question's stages go (events) and
-// writes its trace. A quiet one (drafts, measurements) sends nothing and
-// keeps a trace no one stores.
-type observer struct {
-	t       *Trace
-	rec     *recorder
-	emit    Sink   // nil: quiet
-	cancel  func() // stops the question when its sink fails
-	reasons []string
-	sendErr error
-}
-
-func newObserver(ctx context.Context, tracer trace.Tracer, t *Trace, emit Sink, cancel func()) *observer {
-	return &observer{t: t, rec: newRecorder(ctx, tracer, t), emit: emit, cancel: cancel}
-}
-
-// quietObserver observes a draft's or a measurement's stages.
-func quietObserver(ctx context.Context, tracer trace.Tracer) *observer {
-	return newObserver(ctx, tracer, &Trace{Received: time.Now()}, nil, nil)
-}
-
-// send emits an event; a sink that fails cancels the answer.
-func (o *observer) send(ev Event) error {
-	if o.sendErr != nil || o.emit == nil {
-		return o.sendErr
-	}
-	if err := o.emit(ev); err != nil {
-		o.sendErr = fmt.Errorf("client gone: %w", err)
-		o.cancel()
-		return o.sendErr
-	}
-	return nil
-}
-
-// stage reports a stage (a Stage* name) starting or ending.
-func (o *observer) stage(name, state string, detail map[string]any) error {
-	ev := StageEvent{Name: trimMs(name), State: state, Detail: detail}
-	if state == stageDone {
-		ev.Ms = o.t.Stages[name]
-	}
-	return o.send(ev)
-}
-
-// degrade records that the question fell back to level, and why.
-func (o *observer) degrade(level Fallback, reason string) {
-	o.t.FallbackLevel = max(o.t.FallbackLevel, level)
-	o.reasons = append(o.reasons, reason)
-	o.t.FallbackReason = strings.Join(o.reasons, "; ")
-}
-
-// found records what retrieval found.
-func (o *observer) found(res retrieve.Result) {
-	t := o.t
-	t.EmbedCacheHit, t.EmbedLookup, t.RetrievalCacheHit, t.RetrievalMode = res.EmbedCacheHit, res.EmbedLookup, res.CacheHit, res.Mode
-	if res.Mode == retrieve.ModeBM25 {
-		o.degrade(FallbackBM25, "BM25 only: "+res.Degraded)
-	}
-}
-
-// laidOut records the plan the question answers with.
-func (o *observer) laidOut(pl plan) {
-	t := o.t
-	t.ContextBudget, t.ContextBudgetFrom = pl.budget, pl.budgetFrom
-	t.ContextChunks = len(pl.passages)
-	p := pl.prompt
-	t.StalePassages, t.LatePassages, t.Cut = p.stale, p.late, p.cut
-	t.TurnPassages = nil
-	for _, q := range p.turn {
-		t.TurnPassages = append(t.TurnPassages, q.ChunkID)
-	}
-	if pl.gen == nil {
-		o.degrade(FallbackExtractive, "no generation model: extractive answer")
-	}
 }
 
 // find runs the query embedding, then vector ‖ BM25, fused, then rerank:
