@@ -150,11 +150,25 @@ func TestAppRooms(t *testing.T) {
 		// with a question and a quiet observer: only a question asked is
 		// an ask.
 		if name != "ask.go" {
+			isAsk := func(e ast.Expr) bool { id, is := e.(*ast.Ident); return is && id.Name == "ask" }
 			ast.Inspect(f, func(n ast.Node) bool {
-				if cl, is := n.(*ast.CompositeLit); is {
-					if id, is := cl.Type.(*ast.Ident); is && id.Name == "ask" {
-						t.Errorf("%s: app/%s makes an ask: use the stages (find, layOut) with a question", fset.Position(cl.Pos()), name)
+				var made ast.Node
+				switch n := n.(type) {
+				case *ast.CompositeLit: // ask{…}, &ask{…}
+					if isAsk(n.Type) {
+						made = n
 					}
+				case *ast.CallExpr: // new(ask)
+					if fn, is := n.Fun.(*ast.Ident); is && fn.Name == "new" && len(n.Args) == 1 && isAsk(n.Args[0]) {
+						made = n
+					}
+				case *ast.ValueSpec: // var x ask
+					if isAsk(n.Type) {
+						made = n
+					}
+				}
+				if made != nil {
+					t.Errorf("%s: app/%s makes an ask: use the stages (find, layOut) with a question", fset.Position(made.Pos()), name)
 				}
 				return true
 			})

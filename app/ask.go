@@ -98,20 +98,12 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 	if err := CheckText("question", q, MaxQuestion); err != nil {
 		return nil, err
 	}
-	if req.ChatID < 0 {
-		return nil, fmt.Errorf("%w: bad chat id", ErrInvalid)
-	}
 	if err := a.checkRoute(req.Route); err != nil {
 		return nil, err
 	}
-	ws, err := a.lookup(ctx, req.Workspace)
+	ws, err := a.chatPlace(ctx, req.Workspace, req.ChatID)
 	if err != nil {
 		return nil, err
-	}
-	if req.ChatID > 0 {
-		if err := a.chatIn(ctx, req.ChatID, ws); err != nil {
-			return nil, err
-		}
 	}
 	t := &Trace{RequestID: req.RequestID, Question: q, Received: req.Received, WorkspaceID: ws.ID, ChatID: req.ChatID, Client: req.Client}
 	if t.RequestID == "" {
@@ -128,7 +120,7 @@ func (a *App) admitAsk(ctx context.Context, req AskRequest, emit Sink) (*ask, er
 	ctx, span := a.cfg.Tracer.Start(ctx, "ask", trace.WithTimestamp(t.Received))
 	m, let := a.hold()
 	x := &ask{a: a, ctx: ctx, observer: newObserver(ctx, a.cfg.Tracer, t, emit, func() { a.Cancel(t.RequestID) }),
-		q: &question{text: q, ws: ws, m: m, s: a.Settings()}, route: cmp.Or(req.Route, RouteAuto), chat: req.ChatID}
+		q: a.newQuestion(q, ws, m), route: cmp.Or(req.Route, RouteAuto), chat: req.ChatID}
 	x.release = func() {
 		let()
 		cancel()
@@ -295,14 +287,7 @@ func (x *ask) generate() error {
 		req.Parts, req.Stitch = x.stitchFor()
 		req.OnPlan = func(plan engine.Stats) {
 			planAt = time.Now()
-			x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
-			expected := 0.0
-			if sp := x.a.prefillSpeed(gen); sp > 0 {
-				expected = float64(plan.EvalTokens) / sp * 1000
-			}
-			x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
-				"cached_tokens": plan.CachedTokens, "eval_tokens": plan.EvalTokens, "stitched_tokens": plan.StitchedTokens,
-				"expected_ms": round(expected)}})
+			x.prefillStarts(gen, plan)
 		}
 		st, err = x.generateChat(req, token) // the remote chat model, or its local fallback
 		x.generated(genStart, st)
@@ -330,6 +315,19 @@ func (x *ask) generate() error {
 			Detail: map[string]any{"decode_tokens": x.t.DecodeTokens, "decode_tok_s": x.t.DecodeTokS}})
 	}
 	return err
+}
+
+// prefillStarts tells the front door the runner's plan: the wait is over
+// and the prompt's unread tokens are being read, in about expected_ms.
+func (x *ask) prefillStarts(gen Generator, plan engine.Stats) {
+	x.send(StageEvent{Name: trimMs(StageQueue), State: stageDone})
+	expected := 0.0
+	if sp := x.a.prefillSpeed(gen); sp > 0 {
+		expected = float64(plan.EvalTokens) / sp * 1000
+	}
+	x.send(StageEvent{Name: trimMs(StagePrefill), State: stageStart, Detail: map[string]any{"prompt_tokens": plan.PromptTokens,
+		"cached_tokens": plan.CachedTokens, "eval_tokens": plan.EvalTokens, "stitched_tokens": plan.StitchedTokens,
+		"expected_ms": round(expected)}})
 }
 
 // eventGenerate names the decode stage in events (the trace's decode_ms).
@@ -474,18 +472,26 @@ func sourceOf(p retrieve.Passage) Source {
 		Heading: p.Heading, LineStart: p.LineStart, LineEnd: p.LineEnd, Text: p.Text, Scores: Scores(p.Scores)}
 }
 
-// chatIn checks that chat id belongs to workspace ws.
-func (a *App) chatIn(ctx context.Context, id int64, ws store.Workspace) error {
+// chatPlace looks up the workspace a question or draft is asked in, and
+// checks that its chat (0: a new one) is one of that workspace's.
+func (a *App) chatPlace(ctx context.Context, workspace string, chat int64) (store.Workspace, error) {
+	if chat < 0 {
+		return store.Workspace{}, fmt.Errorf("%w: bad chat id", ErrInvalid)
+	}
+	ws, err := a.lookup(ctx, workspace)
+	if err != nil || chat == 0 {
+		return ws, err
+	}
 	chats, err := a.db.Chats(ctx, ws.ID)
 	if err != nil {
-		return err
+		return ws, err
 	}
 	for _, c := range chats {
-		if c.ID == id {
-			return nil
+		if c.ID == chat {
+			return ws, nil
 		}
 	}
-	return fmt.Errorf("chat %d in workspace %q: %w", id, ws.Name, ErrNotFound)
+	return ws, fmt.Errorf("chat %d in workspace %q: %w", chat, ws.Name, ErrNotFound)
 }
 
 // specFloor is the engine's acceptance floor for a percentage setting:

@@ -10,30 +10,32 @@ import (
 	"lore/store"
 )
 
-// backfillPassages stores, once, the passages of the questions asked before
+// backfillPassages stores the passages of the questions asked before
 // questions kept them, read back from their traces: a follow-up in an old
 // chat then lays its earlier turns out as they were sent, and no question
 // reads traces on its way. A question whose trace is gone gets none (and is
-// not looked at again).
+// not looked at again); one that fails is left for the next start, and the
+// rest go on.
 func (a *App) backfillPassages(ctx context.Context) error {
 	qs, err := a.db.QuestionsWithoutPassages(ctx)
 	if err != nil {
 		return err
 	}
+	var failed []error
 	for _, q := range qs {
 		ps, err := a.turnPassages(ctx, q.RequestID)
-		if err != nil {
-			return fmt.Errorf("passages of request %s: %w", q.RequestID, err)
+		var b []byte
+		if err == nil {
+			b, err = json.Marshal(toSources(ps))
 		}
-		b, err := json.Marshal(toSources(ps))
-		if err != nil {
-			return err
+		if err == nil {
+			err = a.db.SetPassages(ctx, q.ID, b)
 		}
-		if err := a.db.SetPassages(ctx, q.ID, b); err != nil {
-			return err
+		if err != nil {
+			failed = append(failed, fmt.Errorf("request %s: %w", q.RequestID, err))
 		}
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 // turnPassages are the passages a question's prompt placed in its own

@@ -109,12 +109,7 @@ func (a *App) MeasureFidelity(ctx context.Context, req FidelityRequest) (Fidelit
 	rows := make([]FidelityRow, len(req.Repairs))
 	prefills := make([][]float64, len(req.Repairs))
 	for _, q := range req.Questions {
-		qu := &question{text: q, ws: ws, m: m, s: a.Settings()}
-		res, err := a.find(ctx, qu, quietObserver(ctx, a.cfg.Tracer))
-		if err != nil {
-			return f, err
-		}
-		pl, err := a.layOut(ctx, qu, m.chat, res, forQuestion)
+		pl, err := a.quietPlan(ctx, a.newQuestion(q, ws, m), forQuestion)
 		if err != nil {
 			return f, err
 		}

@@ -70,20 +70,12 @@ var ErrRateLimited = fmt.Errorf("%w: prefetches come too fast", ErrBusy)
 // read (or being read) does nothing.
 func (a *App) Prefetch(ctx context.Context, req PrefetchRequest) (PrefetchResult, error) {
 	draft := strings.TrimSpace(req.Draft)
-	switch {
-	case !utf8.ValidString(draft) || len(draft) > MaxQuestion:
+	if !utf8.ValidString(draft) || len(draft) > MaxQuestion {
 		return PrefetchResult{}, fmt.Errorf("%w: the draft must be valid text of at most %d bytes", ErrInvalid, MaxQuestion)
-	case req.ChatID < 0:
-		return PrefetchResult{}, fmt.Errorf("%w: bad chat id", ErrInvalid)
 	}
-	ws, err := a.lookup(ctx, req.Workspace)
+	ws, err := a.chatPlace(ctx, req.Workspace, req.ChatID)
 	if err != nil {
 		return PrefetchResult{}, err
-	}
-	if req.ChatID > 0 {
-		if err := a.chatIn(ctx, req.ChatID, ws); err != nil {
-			return PrefetchResult{}, err
-		}
 	}
 	if err := a.ahead.limit(req.ClientID); err != nil {
 		return PrefetchResult{}, err
@@ -199,13 +191,9 @@ func (a *App) layOutDraft(ctx context.Context, draft string, ws store.Workspace,
 	if err != nil {
 		return plan{}, nil, err
 	}
-	q := &question{text: draft, ws: ws, history: h, m: m, s: a.Settings()}
-	o := quietObserver(ctx, a.cfg.Tracer)
-	res, err := a.find(ctx, q, o)
-	if err != nil {
-		return plan{}, nil, err
-	}
-	pl, err := a.layOut(ctx, q, m.chat, res, forDraft)
+	q := a.newQuestion(draft, ws, m)
+	q.history = h
+	pl, err := a.quietPlan(ctx, q, forDraft)
 	return pl, q, err
 }
 

@@ -27,6 +27,18 @@ type question struct {
 	history []turn // the chat's earlier turns
 	m       *models
 	s       Settings
+	// budget is the passages' token budget, fixed when the question is
+	// made: both layouts of a routed question share it.
+	budget     int
+	budgetFrom string
+}
+
+// newQuestion is text asked in ws of the models m, with the settings and
+// the passage budget of now.
+func (a *App) newQuestion(text string, ws store.Workspace, m *models) *question {
+	q := &question{text: text, ws: ws, m: m, s: a.Settings()}
+	q.budget, q.budgetFrom = a.contextBudget(q.s)
+	return q
 }
 
 // history reads chat's earlier turns (none for chat 0).
@@ -189,13 +201,23 @@ func (a *App) layOut(ctx context.Context, q *question, g Generator, res retrieve
 	if g == nil {
 		return pl, nil
 	}
-	pl.budget, pl.budgetFrom = a.contextBudget(q.s)
-	p, err := a.assemble(ctx, g, q.history, q.text, pl.passages, pl.budget, a.reuse(q, g, res.Passages, who))
+	pl.budget, pl.budgetFrom = q.budget, q.budgetFrom
+	p, err := a.assemble(ctx, g, q.history, q.text, pl.passages, q.budget, a.reuse(q, g, res.Passages, who))
 	if err != nil {
 		return pl, err
 	}
 	pl.prompt, pl.passages = p, p.passages
 	return pl, nil
+}
+
+// quietPlan finds q's passages and lays out the main chat model's prompt
+// for them, telling no one: a draft's plan, or a measurement's.
+func (a *App) quietPlan(ctx context.Context, q *question, who drafting) (plan, error) {
+	res, err := a.find(ctx, q, quietObserver(ctx, a.cfg.Tracer))
+	if err != nil {
+		return plan{}, err
+	}
+	return a.layOut(ctx, q, q.m.chat, res, who)
 }
 
 // reuse gives assembly the layouts g's sequences hold after the same
