@@ -94,7 +94,7 @@ demo: setup build models
 test: setup ui build models $(BIN)/ollama peers
 	$(if $(filter avx2,$(RUNNER_VARIANTS)),$(MAKE) --no-print-directory runner VARIANT=avx2)
 	$(CGO_ENV) $(GO) vet -tags '$(TAGS)' ./...
-	$(CGO_ENV) LORE_REAL_MODELS=$$(./$(BIN)/lore models fetch >/dev/null 2>&1 && echo 1) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) LORE_OLLAMA=$(CURDIR)/$(BIN)/ollama \
+	$(CGO_ENV) LORE_REAL_MODELS=$$(./$(BIN)/lore models fetch --all >/dev/null 2>&1 && echo 1) LORE_BIN=$(CURDIR)/$(BIN)/lore LORE_RUNNER_DIR=$(CURDIR)/$(BIN) LORE_OLLAMA=$(CURDIR)/$(BIN)/ollama \
 		LORE_LLAMA_CPP_PYTHON=$$(./scripts/llama-cpp-python.sh --path) $(GO) test -tags '$(TAGS)' -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory test-web test-e2e test-app
 

