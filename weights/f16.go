@@ -1,9 +1,9 @@
 package weights
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 
@@ -34,16 +34,13 @@ func toF16(src, dst string) error {
 	delete(kv, "general.parameter_count")
 	var ts []*fsggml.Tensor
 	for _, t := range g.Tensors().Items() {
-		data := make([]byte, t.Size())
-		if _, err := in.ReadAt(data, int64(g.Tensors().Offset+t.Offset)); err != nil {
-			return fmt.Errorf("read tensor %s: %w", t.Name, err)
+		kind := t.Kind
+		q41 := fsggml.TensorType(kind) == fsggml.TensorTypeQ4_1
+		if q41 {
+			kind = uint32(fsggml.TensorTypeF16)
 		}
-		out := &fsggml.Tensor{Name: t.Name, Shape: t.Shape, Kind: t.Kind}
-		if fsggml.TensorType(t.Kind) == fsggml.TensorTypeQ4_1 {
-			data, out.Kind = q41ToF16(data), uint32(fsggml.TensorTypeF16)
-		}
-		out.WriterTo = bytes.NewReader(data)
-		ts = append(ts, out)
+		ts = append(ts, &fsggml.Tensor{Name: t.Name, Shape: t.Shape, Kind: kind,
+			WriterTo: tensorData{io.NewSectionReader(in, int64(g.Tensors().Offset+t.Offset), int64(t.Size())), t.Name, q41}})
 	}
 	f, err := os.Create(dst)
 	if err != nil {
@@ -54,6 +51,26 @@ func toF16(src, dst string) error {
 		return fmt.Errorf("write %s: %w", dst, err)
 	}
 	return f.Close()
+}
+
+// tensorData writes one tensor of the source file, read only when written
+// (a model is never held in memory whole), converted when toF16.
+type tensorData struct {
+	r     *io.SectionReader
+	name  string
+	toF16 bool
+}
+
+func (d tensorData) WriteTo(w io.Writer) (int64, error) {
+	if !d.toF16 {
+		return io.Copy(w, d.r)
+	}
+	b := make([]byte, d.r.Size())
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return 0, fmt.Errorf("read tensor %s: %w", d.name, err)
+	}
+	n, err := w.Write(q41ToF16(b))
+	return int64(n), err
 }
 
 // blockQ41 is a Q4_1 block (ggml): an f16 scale d, an f16 minimum m and 32
