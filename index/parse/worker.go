@@ -164,10 +164,13 @@ func (p *Parser) inWorker(ctx context.Context, kind, path string) (*Doc, error) 
 
 // isOOM tells from a dead worker's last words that it hit its memory
 // limit: the Go runtime's message, or a sanitizer's or C allocator's
-// (poppler's says "Out of memory").
+// (poppler's says "Out of memory"). Under an address-space limit a new
+// thread's stack can be what no longer fits, so the runtime's thread
+// creation failures count too.
 func isOOM(msg string) bool {
 	msg = strings.ToLower(msg)
-	for _, m := range []string{"out of memory", "failed to allocate", "cannot allocate memory", "std::bad_alloc"} {
+	for _, m := range []string{"out of memory", "failed to allocate", "cannot allocate memory", "std::bad_alloc",
+		"pthread_create failed", "failed to create new os thread"} {
 		if strings.Contains(msg, m) {
 			return true
 		}

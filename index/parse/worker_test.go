@@ -166,3 +166,26 @@ func TestServeWorkerProtocol(t *testing.T) {
 		t.Error("garbage request: no error")
 	}
 }
+
+// TestIsOOM: the last words of a worker that ran out of its memory limit,
+// as the Go runtime, cgo, a sanitizer or a C allocator say them, and ones
+// that are not.
+func TestIsOOM(t *testing.T) {
+	for _, tt := range []struct {
+		msg  string
+		want bool
+	}{
+		{"fatal error: runtime: out of memory", true},
+		{"runtime: mmap: cannot allocate memory", true},
+		{"Syntax Error: Out of memory", true},
+		{"terminate called after throwing an instance of 'std::bad_alloc'", true},
+		{"runtime/cgo: pthread_create failed: Resource temporarily unavailable", true},
+		{"runtime: failed to create new OS thread (have 7 already; errno=12)", true},
+		{"panic: runtime error: index out of range [3] with length 3", false},
+		{"fatal error: concurrent map writes", false},
+	} {
+		if got := isOOM(tt.msg); got != tt.want {
+			t.Errorf("isOOM(%q) = %v, want %v", tt.msg, got, tt.want)
+		}
+	}
+}
