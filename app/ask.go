@@ -228,7 +228,7 @@ func (x *ask) layOut(res retrieve.Result) error {
 		return err
 	}
 	x.plan, x.laid = pl, true
-	x.laidOut(pl)
+	x.laidOut(x.q, pl)
 	x.rec.add(StageAssemble, start, time.Now())
 	if err := x.stage(StageAssemble, stageDone, map[string]any{"sources": len(pl.passages), "candidates": len(res.Passages)}); err != nil {
 		return err

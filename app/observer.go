@@ -72,10 +72,10 @@ func (o *observer) found(res retrieve.Result) {
 	}
 }
 
-// laidOut records the plan the question answers with.
-func (o *observer) laidOut(pl plan) {
+// laidOut records the plan q answers with.
+func (o *observer) laidOut(q *question, pl plan) {
 	t := o.t
-	t.ContextBudget, t.ContextBudgetFrom = pl.budget, pl.budgetFrom
+	t.ContextBudget, t.ContextBudgetFrom = q.budget, q.budgetFrom
 	t.ContextChunks = len(pl.passages)
 	p := pl.prompt
 	t.StalePassages, t.LatePassages, t.Cut = p.stale, p.late, p.cut

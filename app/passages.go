@@ -58,28 +58,33 @@ const maxPassageJobs = 256
 // the prompt cut around its passages and the stitch (nil: it may not),
 // recording the decision in the trace.
 func (x *ask) stitchFor() ([]engine.Part, *engine.Stitch) {
-	s, gen := x.q.s, x.plan.gen
+	s := x.q.s
 	parts := x.plan.prompt.parts()
 	if !s.PassageKV || parts == nil {
 		return nil, nil
 	}
-	refuse := func(why string) ([]engine.Part, *engine.Stitch) {
+	prefix, note, why := x.a.stitchable(x.ctx, x.plan.gen, s.PassageRepair)
+	if why != "" {
 		x.t.Stitch, x.t.StitchNote = "refused", why
 		return nil, nil
 	}
+	x.t.Stitch, x.t.StitchNote = "on", note
+	return parts, &engine.Stitch{Prefix: prefix, Repair: s.PassageRepair}
+}
+
+// stitchable says whether gen's prompts may hold saved passage KV read
+// again for repair tokens: the prefix passages are saved after and what
+// the fidelity measurement says, or why not.
+func (a *App) stitchable(ctx context.Context, gen Generator, repair int) (prefix, note, why string) {
 	if why := cannotStitch(gen); why != "" {
-		return refuse(why)
+		return "", "", why
 	}
 	prefix, err := passagePrefix(gen.Template())
 	if err != nil {
-		return refuse(err.Error())
+		return "", "", err.Error()
 	}
-	why, note := x.a.fidelityRefuses(x.ctx, gen.ID(), s.PassageRepair)
-	if why != "" {
-		return refuse(why)
-	}
-	x.t.Stitch, x.t.StitchNote = "on", note
-	return parts, &engine.Stitch{Prefix: prefix, Repair: s.PassageRepair}
+	why, note = a.fidelityRefuses(ctx, gen.ID(), repair)
+	return prefix, note, why
 }
 
 // cannotStitch says why g's prompts can never hold saved passage KV ("":
@@ -100,18 +105,15 @@ func cannotStitch(g Generator) string {
 // reports whether it did.
 func (a *App) queuePassages(ctx context.Context, s Settings, pl plan) bool {
 	gen := pl.gen
-	if !s.PassageKV || gen == nil || cannotStitch(gen) != "" {
+	if !s.PassageKV || gen == nil {
 		return false
 	}
 	parts := pl.prompt.parts()
 	if parts == nil {
 		return false
 	}
-	if why, _ := a.fidelityRefuses(ctx, gen.ID(), s.PassageRepair); why != "" {
-		return false
-	}
-	prefix, err := passagePrefix(gen.Template())
-	if err != nil {
+	prefix, _, why := a.stitchable(ctx, gen, s.PassageRepair)
+	if why != "" {
 		return false
 	}
 	// Best ranked last: the queue takes the newest job first, and a draft's

@@ -181,8 +181,6 @@ type plan struct {
 	prompt     prompt
 	passages   []retrieve.Passage // numbered in this order: the prompt's, or the extractive answer's
 	candidates []retrieve.Passage // retrieval's, best first
-	budget     int                // the prompt's token budget for passages
-	budgetFrom string
 }
 
 // drafting says whose layout layOut makes: a question's, or a draft's
@@ -201,7 +199,6 @@ func (a *App) layOut(ctx context.Context, q *question, g Generator, res retrieve
 	if g == nil {
 		return pl, nil
 	}
-	pl.budget, pl.budgetFrom = q.budget, q.budgetFrom
 	p, err := a.assemble(ctx, g, q.history, q.text, pl.passages, q.budget, a.reuse(q, g, res.Passages, who))
 	if err != nil {
 		return pl, err

