@@ -218,6 +218,31 @@ func TestInvalidFiles(t *testing.T) {
 	}
 }
 
+// TestOpenDefaults: chat models read prompts in 256-token calls (faster on
+// CPU, docs/performance.md); an embedding model keeps 512, since each text
+// must fit one call.
+func TestOpenDefaults(t *testing.T) {
+	chat, emb := models(t)
+	for _, tc := range []struct {
+		path                string
+		batch, seqs, numCtx int
+	}{
+		{chat, 256, engine.SeqScratch + 1, 0},
+		{emb, 512, 1, 512},
+	} {
+		m, err := engine.Open(engine.Options{Path: tc.path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := m.Info()
+		if in.Batch != tc.batch || in.Seqs != tc.seqs || (tc.numCtx > 0 && in.NumCtx != tc.numCtx) {
+			t.Errorf("%s: batch %d, seqs %d, num_ctx %d; want batch %d, seqs %d, num_ctx %d",
+				filepath.Base(tc.path), in.Batch, in.Seqs, in.NumCtx, tc.batch, tc.seqs, tc.numCtx)
+		}
+		m.Close()
+	}
+}
+
 func TestEmbed(t *testing.T) {
 	_, emb := models(t)
 	m := open(t, emb)

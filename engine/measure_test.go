@@ -170,7 +170,7 @@ func TestMeasure(t *testing.T) {
 	})
 
 	t.Run("prefill", func(t *testing.T) {
-		// One sequence vs three (unified cache), 512-token batches vs
+		// One sequence vs three (unified cache), full batches vs
 		// micro-batches, and three sequences with the other two holding
 		// unrelated prompts (attention then spans their cells too).
 		prompt := prefixes[800]
@@ -198,9 +198,9 @@ func TestMeasure(t *testing.T) {
 			}
 		}
 		configs := []config{
-			{"1 sequence, batch 512", one, func() error { return one.ClearSeq(ctx, 0) },
+			{"1 sequence", one, func() error { return one.ClearSeq(ctx, 0) },
 				func() (engine.Stats, error) { return one.Prefill(ctx, prompt) }},
-			{"3 sequences (unified), batch 512", three, func() error { clearAll(three); return nil },
+			{"3 sequences (unified)", three, func() error { clearAll(three); return nil },
 				func() (engine.Stats, error) { return three.Prefill(ctx, prompt) }},
 			{"3 sequences, the other two holding 600 tokens each", three, withOthers(three),
 				func() (engine.Stats, error) { return three.Prefill(ctx, prompt) }},

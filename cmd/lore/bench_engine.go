@@ -112,7 +112,7 @@ func benchEngine(ctx context.Context, args []string) error {
 	flash := fs.String("flash-attention", "off", "flash attention: on, off or auto")
 	lengths := fs.String("lengths", "64,256,1024", "prompt lengths for prefill speed")
 	runs := fs.Int("runs", 3, "runs per measurement (the median is reported)")
-	batch := fs.Int("batch", 512, "tokens per decode call")
+	batch := fs.Int("batch", 0, "tokens per decode call (default: the engine's)")
 	spec := fs.Int("speculative", 0, "also measure decode with speculation of up to `K` drafted tokens a step")
 	draft := fs.String("draft", "", "with --speculative: a draft model `file` with the same vocabulary (default: prompt lookup)")
 	floor := fs.Float64("spec-floor", 0, "with --speculative: the acceptance `rate` below which speculation switches itself off (default: never)")
@@ -215,7 +215,7 @@ func benchModel(ctx context.Context, opt engine.Options, lens []int, runs, spec 
 	ri := m.Runner()
 	res = engineBench{Model: opt.Path, Threads: m.Info().Threads, CPUVariant: m.Info().CPUVariant,
 		System: ri.System, WeightBuffers: ri.Buffers, FlashAttention: opt.FlashAttention, Seqs: m.Info().Seqs,
-		PrefillTokS: map[string]float64{}, Runs: runs, Batch: opt.Batch}
+		PrefillTokS: map[string]float64{}, Runs: runs, Batch: m.Info().Batch}
 	progress := func(format string, a ...any) {
 		if !quiet {
 			fmt.Fprintf(os.Stderr, format+"\n", a...)
