@@ -60,10 +60,9 @@ type Options struct {
 	Path   string // GGUF file
 	NumCtx int    // tokens one sequence holds (default 4096, capped by the model's)
 	// Batch is the tokens per decode call: by default 256 for chat models
-	// on the CPU (prompts read 8-15 % faster than in 512-token calls on 2
-	// cores: less masked attention work per call; docs/performance.md), 512
-	// on a GPU (not measured) and for embedding models, whose texts must
-	// each fit one call.
+	// on the CPU, where smaller calls do less masked attention work
+	// (docs/performance.md), and 512 on a GPU (not measured) and for
+	// embedding models, whose texts must each fit one call.
 	Batch     int
 	Threads   int // default: physical cores
 	GPULayers int

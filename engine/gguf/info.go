@@ -124,7 +124,7 @@ func (f *File) maxUint(key string) uint64 {
 
 // Allowances EstimateRAM adds to weights and KV cache.
 const (
-	estUbatch   = 512      // tokens per compute micro-batch (Lore's default)
+	estUbatch   = 512      // tokens per compute micro-batch: the largest Lore uses (chat models on the CPU use 256)
 	estOverhead = 32 << 20 // runtime, tokenizer, output buffer and graph bookkeeping
 )
 
