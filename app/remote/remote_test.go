@@ -223,8 +223,8 @@ func TestGenerateCancel(t *testing.T) {
 	}
 	select {
 	case <-closed:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the server still streams 2 s after the cancel")
+	case <-time.After(30 * time.Second): // only keeps a broken cancel from hanging the test
+		t.Fatal("the server still streams 30 s after the cancel")
 	}
 }
 

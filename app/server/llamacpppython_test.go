@@ -159,6 +159,7 @@ func (s *lcpServer) since(t testing.TB, mark int64) string {
 var (
 	lcpPrefixHit  = regexp.MustCompile(`Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval`)
 	lcpPromptEval = regexp.MustCompile(`prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens`)
+	lcpEvalRuns   = regexp.MustCompile(`\seval time =\s*[\d.]+ ms /\s*(\d+) runs`)
 )
 
 // lcpCache is the server's own report on one request's prompt: how many
@@ -168,10 +169,11 @@ var (
 type lcpCache struct{ Reused, Remaining, Evaluated int }
 
 // cacheReport reads the report of the request logged after mark; it waits
-// a little for the timings, which follow the last token.
+// for the timings, which follow the last token (the bound only keeps a
+// broken server from hanging the test).
 func (s *lcpServer) cacheReport(t testing.TB, mark int64) lcpCache {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		log := s.since(t, mark)
 		m := lcpPromptEval.FindStringSubmatch(log)
 		if m == nil {
@@ -262,7 +264,7 @@ func TestRemoteRolesAgainstLlamaCppPython(t *testing.T) {
 	smol, mini := weights.Require(t, weights.SmolLM2), weights.Require(t, weights.MiniLM)
 	py := lcpPython(t)
 	chatArgs := []string{"--n_ctx", "8192"}
-	chatSrv := startLlamaCppPython(t, py, smol, "smollm2", chatArgs...)
+	chatSrv := startLlamaCppPython(t, py, smol, "smollm2", slices.Concat(chatArgs, []string{"--interrupt_requests", "false"})...)
 	embedSrv := startLlamaCppPython(t, py, mini, "minilm", "--embedding", "true", "--n_ctx", "512")
 	c, err := remote.NewChat(remote.Options{URL: chatSrv.base, Model: "smollm2", FirstToken: 60 * time.Second})
 	if err != nil {
@@ -340,28 +342,33 @@ func TestRemoteRolesAgainstLlamaCppPython(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		mark := chatSrv.mark(t)
 		cctx, cancel := context.WithCancel(ctx)
-		start := time.Now()
 		_, pieces, err := gen(cctx, story(t), 2000, func(string) error {
 			cancel()
 			return nil
 		})
-		took := time.Since(start)
-		if !errors.Is(err, context.Canceled) || len(pieces) == 0 || took > 10*time.Second {
-			t.Fatalf("after a cancel: err %v, %d pieces, %v", err, len(pieces), took)
+		if !errors.Is(err, context.Canceled) || len(pieces) == 0 {
+			t.Fatalf("after a cancel: err %v, %d pieces", err, len(pieces))
 		}
-		// The server notices the closed connection at its next token and
-		// says so; an answer of 2,000 tokens would take it a minute.
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(chatSrv.since(t, mark), "Disconnected from client"); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the server did not report the disconnect within 10 s of the cancel:\n%s", tail(chatSrv.since(t, mark), 2000))
+		// The server runs one completion at a time and, started with
+		// interrupt_requests off, lets none cut another short: the next
+		// request is read only after the story stopped, either at the
+		// disconnect (said in the log, no timings printed) or at its end
+		// (timings with hundreds of tokens generated).
+		st, _, err := gen(ctx, passagePrompt(t, c, 4, 20, "still there?"), 2, nil)
+		if err != nil || st.DecodeTokens == 0 {
+			t.Fatalf("the next request: %v, %d tokens: want an answer", err, st.DecodeTokens)
+		}
+		chatSrv.cacheReport(t, mark) // waits for the next request's timings
+		log := chatSrv.since(t, mark)
+		if !strings.Contains(log, "Disconnected from client") {
+			t.Errorf("the server did not report the disconnect:\n%s", tail(log, 2000))
+		}
+		for _, m := range lcpEvalRuns.FindAllStringSubmatch(log, -1) {
+			if n, _ := strconv.Atoi(m[1]); n > 2 {
+				t.Errorf("the server generated %d tokens for one request: want the cancelled story stopped at the disconnect", n)
 			}
 		}
-		t.Logf("cancelled after %d piece(s), %v; the server reported the disconnect %v after the cancel", len(pieces),
-			took.Round(time.Millisecond), (time.Since(start) - took).Round(time.Millisecond))
-		st, _, err := gen(ctx, passagePrompt(t, c, 4, 20, "still there?"), 2, nil)
-		if err != nil || st.ClientTTFT > 5000 {
-			t.Errorf("the next request: %v, ttft %.0f ms: want the server free again", err, st.ClientTTFT)
-		}
+		t.Logf("cancelled after %d piece(s); the next request's ttft %.0f ms", len(pieces), st.ClientTTFT)
 	})
 
 	t.Run("embeddings", func(t *testing.T) {
