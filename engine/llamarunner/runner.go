@@ -197,7 +197,7 @@ func (s *server) load(p *wire.LoadParams) error {
 	}
 	seqs := max(p.Seqs, 1)
 	cells := max(p.KVCells, p.NumCtx)
-	cp := llama.NewContextParams(cells, p.Batch, seqs, p.Threads, fa, "")
+	cp := llama.NewContextParams(cells, p.Batch, ctxSeqs(seqs, p.Batch), p.Threads, fa, "")
 	if seqs > 1 {
 		// Split caches would give each sequence cells/seqs cells and copy
 		// whole streams between sequences; see setUnifiedKV.
@@ -235,6 +235,22 @@ func (s *server) load(p *wire.LoadParams) error {
 	fmt.Fprintf(os.Stderr, "runner: loaded %s in %.0f ms\n", p.Path, ms(time.Since(start)))
 	s.reply(wire.Reply{Done: true})
 	return nil
+}
+
+// ctxSeqs is how many sequences the context is made for: the smallest
+// count, at least seqs, that divides the micro-batch. llama.cpp reserves
+// its compute graph for a micro-batch split evenly over all sequences and
+// rounds the tokens up to a multiple of their count (256 to 258 for
+// three); made for three, a context read prompts ~10 % slower than one
+// made for two or four (docs/performance.md). The sequences past seqs go
+// unused, and in a unified cache they cost no cells.
+func ctxSeqs(seqs, batch int) int {
+	for n := seqs; n < batch; n++ {
+		if batch%n == 0 {
+			return n
+		}
+	}
+	return seqs
 }
 
 func (s *server) free() {

@@ -1,0 +1,20 @@
+package llamarunner
+
+import "testing"
+
+func TestCtxSeqs(t *testing.T) {
+	for _, tc := range []struct{ seqs, batch, want int }{
+		{1, 256, 1},
+		{2, 256, 2},
+		{3, 256, 4}, // the app's chat context
+		{3, 512, 4},
+		{3, 384, 3}, // already a divisor
+		{5, 256, 8},
+		{3, 3, 3},
+		{7, 4, 7}, // more sequences than tokens a call: left as asked
+	} {
+		if got := ctxSeqs(tc.seqs, tc.batch); got != tc.want {
+			t.Errorf("ctxSeqs(%d, %d) = %d, want %d", tc.seqs, tc.batch, got, tc.want)
+		}
+	}
+}
