@@ -51,3 +51,10 @@ func rankScore(c *llama.Context, seq int) (float32, bool) {
 // cells of some layers, so a passage's saved cells are not the whole
 // passage there.
 func slidingWindow(m *llama.Model) int { return int(C.llama_model_n_swa(cModel(m))) }
+
+// stateful reports whether the model keeps a state per sequence (recurrent
+// and hybrid models): there each sequence the context is made for costs
+// memory, used or not.
+func stateful(m *llama.Model) bool {
+	return bool(C.llama_model_is_recurrent(cModel(m))) || bool(C.llama_model_is_hybrid(cModel(m)))
+}

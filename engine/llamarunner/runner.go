@@ -197,7 +197,13 @@ func (s *server) load(p *wire.LoadParams) error {
 	}
 	seqs := max(p.Seqs, 1)
 	cells := max(p.KVCells, p.NumCtx)
-	cp := llama.NewContextParams(cells, p.Batch, ctxSeqs(seqs, p.Batch), p.Threads, fa, "")
+	made := seqs
+	if slidingWindow(m) == 0 && !stateful(m) {
+		// Elsewhere unused sequences cost memory: a sliding-window cache
+		// is sized per sequence, a recurrent model keeps a state for each.
+		made = ctxSeqs(seqs, p.Batch)
+	}
+	cp := llama.NewContextParams(cells, p.Batch, made, p.Threads, fa, "")
 	if seqs > 1 {
 		// Split caches would give each sequence cells/seqs cells and copy
 		// whole streams between sequences; see setUnifiedKV.
@@ -238,14 +244,15 @@ func (s *server) load(p *wire.LoadParams) error {
 }
 
 // ctxSeqs is how many sequences the context is made for: the smallest
-// count, at least seqs, that divides the micro-batch. llama.cpp reserves
-// its compute graph for a micro-batch split evenly over all sequences and
-// rounds the tokens up to a multiple of their count (256 to 258 for
-// three); made for three, a context read prompts ~10 % slower than one
-// made for two or four (docs/performance.md). The sequences past seqs go
-// unused, and in a unified cache they cost no cells.
+// count from seqs to twice that which divides the micro-batch, else seqs.
+// llama.cpp reserves its compute graph for a micro-batch split evenly over
+// all sequences, rounding the tokens up to a multiple of their count (256
+// to 258 for three); a context made for three read prompts ~10 % slower
+// than one made for two or four, likely for that reason
+// (docs/performance.md). In a unified cache the unused sequences hold no
+// cells.
 func ctxSeqs(seqs, batch int) int {
-	for n := seqs; n < batch; n++ {
+	for n := seqs; n <= 2*seqs; n++ {
 		if batch%n == 0 {
 			return n
 		}

@@ -11,7 +11,9 @@ func TestCtxSeqs(t *testing.T) {
 		{3, 384, 3}, // already a divisor
 		{5, 256, 8},
 		{3, 3, 3},
-		{7, 4, 7}, // more sequences than tokens a call: left as asked
+		{7, 4, 7},   // more sequences than tokens a call: left as asked
+		{3, 254, 3}, // no divisor up to six: left as asked, not 127
+		{3, 514, 3}, // not 257, past llama.cpp's limit of 256 sequences
 	} {
 		if got := ctxSeqs(tc.seqs, tc.batch); got != tc.want {
 			t.Errorf("ctxSeqs(%d, %d) = %d, want %d", tc.seqs, tc.batch, got, tc.want)
