@@ -197,10 +197,11 @@ func (s *server) load(p *wire.LoadParams) error {
 	}
 	seqs := max(p.Seqs, 1)
 	cells := max(p.KVCells, p.NumCtx)
+	// Made for more sequences than used (ctxSeqs), except where an unused
+	// one costs memory: a sliding-window cache is sized per sequence, a
+	// recurrent model keeps a state for each.
 	made := seqs
 	if slidingWindow(m) == 0 && !stateful(m) {
-		// Elsewhere unused sequences cost memory: a sliding-window cache
-		// is sized per sequence, a recurrent model keeps a state for each.
 		made = ctxSeqs(seqs, p.Batch)
 	}
 	cp := llama.NewContextParams(cells, p.Batch, made, p.Threads, fa, "")
