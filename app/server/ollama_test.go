@@ -300,8 +300,8 @@ func TestRemoteChatAgainstOllama(t *testing.T) {
 		// One sequence at a time (OLLAMA_NUM_PARALLEL=1): the next request
 		// gets the slot once the cancelled one left it, and finds there
 		// that one's prompt and the tokens it generated: a few if the
-		// cancel stopped it, up to 2,000 if it ran on (the random-weight
-		// model rarely stops by itself).
+		// cancel stopped it, up to 2,000 if it ran on (fewer only if the
+		// model ended its answer by itself).
 		st, _, err := gen(ctx, passagePrompt(t, c, 4, 20, "still there?"), 2, nil)
 		if err != nil {
 			t.Fatalf("the next request: %v", err)
