@@ -136,6 +136,7 @@ type App struct {
 	ahead    *readAhead    // reading the prompt ahead while the user types (its own lock)
 	prefill  *prefillMeter // what the chat models' prompt reading measured (its own lock)
 	kv       *kv.Store     // saved KV states (the warm system prefix, passages), RAM and disk
+	earlier  earlierTurns  // layouts of recent questions whose states the chat models' runners keep (its own lock)
 	runs     runs          // the questions in flight (its own lock)
 	// passages' token counts per chat model (its own lock)
 	tokenCounts tokenCounts

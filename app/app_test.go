@@ -290,6 +290,40 @@ func TestMultiTurnReusesCache(t *testing.T) {
 	}
 }
 
+// TestAskedAgainRestoresKeptState: a question asked again in a new chat,
+// after another question has used the answer sequence, restores the state
+// the runner kept after its first answer: it reads one token, not its
+// passages, and answers word for word as before; the trace says so.
+func TestAskedAgainRestoresKeptState(t *testing.T) {
+	a := newApp(t, opts{chat: true, embed: true})
+	s := a.Settings()
+	s.TopK = 1 // one passage: each question its own
+	if err := a.SaveSettings(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	q := "when does the river market open"
+	first := ask(t, a, q, 0)
+	if first.trace.Restored != 0 {
+		t.Fatalf("the first question restored %d tokens", first.trace.Restored)
+	}
+	other := ask(t, a, "when does the city orchestra play its summer concert", 0)
+	if len(first.sources) != 1 || len(other.sources) != 1 || first.sources[0].ChunkID == other.sources[0].ChunkID {
+		t.Fatalf("sources %+v and %+v: want one each, not the same (else the answer sequence would still hold the first prompt's)",
+			first.sources, other.sources)
+	}
+	again := ask(t, a, q, 0)
+	tr := again.trace
+	if tr.Restored < first.trace.PromptTokens-1 || tr.EvalTokens > 1 || tr.RestoreNote != "" {
+		t.Errorf("asked again: %d restored of a %d-token prompt, %d evaluated, note %q", tr.Restored, tr.PromptTokens, tr.EvalTokens, tr.RestoreNote)
+	}
+	if _, ok := tr.Stages[app.StageRestore]; !ok {
+		t.Errorf("no %s stage in the trace: %v", app.StageRestore, tr.Stages)
+	}
+	if again.answer.String() != first.answer.String() {
+		t.Errorf("asked again %q, the first time %q", again.answer.String(), first.answer.String())
+	}
+}
+
 func TestNewRefusesModelItCannotOpen(t *testing.T) {
 	// A model named for this run must open: a missing or invalid file is a
 	// clear error naming the role, never a crash (closing what was opened

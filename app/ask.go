@@ -285,19 +285,32 @@ func (x *ask) generate() error {
 		req := engine.GenerateRequest{Prompt: x.plan.prompt.text(), MaxTokens: s.MaxTokens, TrimSpeculative: trim,
 			Speculate: s.Speculate, SpecFloor: specFloor(s.SpecFloorPct)}
 		req.Parts, req.Stitch = x.stitchFor()
+		l := local(gen)
+		if l != nil && req.Stitch == nil && len(x.plan.prompt.turn) > 0 {
+			// With passage KV on, the passages are what is saved (a stitched
+			// sequence is not kept: it is not exact).
+			req.Restore = x.plan.prompt.restore
+			req.KeepAs = x.a.earlier.nameFor(l, x.q.baseKey(gen), x.plan.prompt.turn)
+		}
 		req.OnPlan = func(plan engine.Stats) {
 			planAt = time.Now()
 			x.prefillStarts(gen, plan)
 		}
 		st, err = x.generateChat(req, token) // the remote chat model, or its local fallback
 		x.generated(genStart, st)
+		if req.Restore != "" {
+			x.restored(st)
+		}
 		if st.EvalTokens > 0 && st.PrefillMs > 0 && st.StitchedTokens == 0 {
 			// Read as the prompt's tail (stitching reads tokens all through it).
 			x.a.notePrefill(gen, st.PromptTokens-st.EvalTokens, st.EvalTokens, st.PrefillMs)
 		}
 		x.adopted(st, held == PrefetchHit)
 		if st.PromptTokens > 0 {
-			x.answeredWith()
+			lay := x.answeredWith()
+			if l != nil && err == nil {
+				x.a.earlier.kept(earlierTurn{heldLayout: lay, chat: l, name: req.KeepAs}, st.Kept)
+			}
 		}
 		x.a.queuePassages(x.ctx, s, x.plan)
 	}

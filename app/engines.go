@@ -65,6 +65,9 @@ func (a *App) let(m *models) {
 	}
 	a.mu.Unlock()
 	for _, c := range closing {
+		if l, ok := c.(localChat); ok {
+			a.earlier.forget(l)
+		}
 		c.Close()
 	}
 }
@@ -141,7 +144,8 @@ func (a *App) openModels(s Settings) (*models, error) {
 // openModel opens one local model; draft, for the main chat model, is the
 // model that drafts its speculative tokens ("": prompt lookup).
 func (a *App) openModel(path string, s Settings, draft string) (*engine.Model, error) {
-	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers, KV: a.kv, Draft: draft})
+	return engine.Open(engine.Options{Path: path, Threads: s.Threads, GPULayers: s.GPULayers, KV: a.kv, Draft: draft,
+		KeepBytes: keepBytes})
 }
 
 func (a *App) newRetriever(e Embedder) *retrieve.Retriever {

@@ -106,15 +106,20 @@ func (o *observer) generated(genStart time.Time, st engine.Stats) {
 	rec.set(StageQueue, st.QueueMs, off)
 	off += st.QueueMs + rtt
 	rec.set(StageTokenize, st.TokenizeMs, off)
-	rec.set(StagePrefill, st.PrefillMs, off+st.TokenizeMs)
-	rec.set(StageFirstDecode, st.FirstDecodeMs, off+st.TokenizeMs+st.PrefillMs)
+	off += st.TokenizeMs
+	if st.RestoreMs > 0 {
+		rec.set(StageRestore, st.RestoreMs, off)
+		off += st.RestoreMs
+	}
+	rec.set(StagePrefill, st.PrefillMs, off)
+	rec.set(StageFirstDecode, st.FirstDecodeMs, off+st.PrefillMs)
 	if st.StitchMs > 0 {
-		rec.set(StageStitch, st.StitchMs, off+st.TokenizeMs)
+		rec.set(StageStitch, st.StitchMs, off)
 	}
 	rec.set(StageRunnerRTT, st.RunnerRTTMs, rec.since(genStart)+st.QueueMs)
 	llm := st.ClientTTFT
 	if llm == 0 {
-		llm = st.TokenizeMs + st.PrefillMs + st.FirstDecodeMs
+		llm = st.TokenizeMs + st.RestoreMs + st.PrefillMs + st.FirstDecodeMs
 	}
 	rec.set(StageLLMTTFT, llm, rec.since(genStart)+st.QueueMs)
 	t.StitchedPassages, t.StitchedTokens, t.RepairedTokens = st.StitchedPassages, st.StitchedTokens, st.RepairedTokens
@@ -122,4 +127,12 @@ func (o *observer) generated(genStart time.Time, st engine.Stats) {
 	if st.StitchSkipped != "" {
 		t.StitchNote = strings.TrimPrefix(t.StitchNote+"; ", "; ") + st.StitchSkipped
 	}
+}
+
+// restored records what became of the kept state the question named.
+func (o *observer) restored(st engine.Stats) {
+	if st.Restored {
+		o.t.Restored = st.CachedTokens
+	}
+	o.t.RestoreNote = st.RestoreSkipped
 }

@@ -268,8 +268,8 @@ func (x *ask) cutSpeculation() {
 }
 
 // answeredWith records the layout the answer sequence holds after a
-// question.
-func (x *ask) answeredWith() {
+// question, and returns it.
+func (x *ask) answeredWith() heldLayout {
 	turn := x.plan.prompt.turn
 	if c := x.plan.prompt.cut; c != nil {
 		// Another question would find a passage cut for this one: what
@@ -278,7 +278,9 @@ func (x *ask) answeredWith() {
 			turn = turn[:i]
 		}
 	}
-	x.a.ahead.answeredWith(heldLayout{base: x.q.baseKey(x.plan.gen), passages: turn})
+	h := heldLayout{base: x.q.baseKey(x.plan.gen), passages: turn}
+	x.a.ahead.answeredWith(h)
+	return h
 }
 
 // warmTokens is the length of the chat model's warm system prefix.

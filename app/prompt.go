@@ -40,8 +40,11 @@ type prompt struct {
 	// kept is how many of turn's passages (a prefix) come from a layout a
 	// sequence already holds (see arrange); stale of those did not make
 	// this question's own top passages; newTokens is the tokens of the
-	// rest, what is left to read when the held layout was read.
+	// rest, what is left to read when the held layout was read. restore
+	// names an earlier question's kept state that the prompt starts with
+	// for more tokens than the held layout (reuse.earlier).
 	kept, stale int
+	restore     string
 	newTokens   int
 	late        int         // fitted passages left out to keep the first token within the budget (see reuse)
 	cut         *PassageCut // the best passage, cut for the same reason
@@ -297,7 +300,8 @@ func assemble(tmpl *engine.Template, count func(retrieve.Passage) (int, error), 
 	if err != nil {
 		return prompt{}, err
 	}
-	p := prompt{segments: segs, passages: append(all, lay.passages...), turn: lay.passages, kept: lay.kept, stale: lay.stale, late: lay.late, cut: lay.cut}
+	p := prompt{segments: segs, passages: append(all, lay.passages...), turn: lay.passages, kept: lay.kept, stale: lay.stale,
+		late: lay.late, cut: lay.cut, restore: r.restoreFor(lay.passages, size, keptTokens)}
 	for i, q := range lay.passages {
 		p.sizes = append(p.sizes, sizes[q.ChunkID])
 		p.turnTokens += sizes[q.ChunkID]
@@ -378,6 +382,34 @@ type reuse struct {
 	allowance func(start int) int
 	start     int
 	answered  []retrieve.Passage // the answer sequence's layout, read too
+	// earlier are earlier questions' layouts whose states the runner keeps
+	// (earlierTurns). The prompt is never laid out for them: another chat's
+	// passages first would change this question's prompt, and on SmolLM2
+	// that lost answers (docs/performance.md). A prompt that starts with
+	// one's passages anyway restores its state.
+	earlier []earlierLayout
+}
+
+// earlierLayout is the layout of an earlier question's kept state.
+type earlierLayout struct {
+	passages []retrieve.Passage
+	name     string
+}
+
+// restoreFor names the kept state whose layout turn starts with for the
+// most tokens, more than held (what a sequence's layout keeps); "" if none.
+func (r reuse) restoreFor(turn []retrieve.Passage, size func(retrieve.Passage) int, held int) string {
+	name := ""
+	for _, k := range r.earlier {
+		n := 0
+		for i := 0; i < min(len(turn), len(k.passages)) && turn[i].ChunkID == k.passages[i].ChunkID; i++ {
+			n += size(turn[i])
+		}
+		if n > held {
+			name, held = k.name, n
+		}
+	}
+	return name
 }
 
 // layout is a turn's passages in prompt order.

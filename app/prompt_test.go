@@ -343,3 +343,29 @@ func TestPromptSegments(t *testing.T) {
 		})
 	}
 }
+
+func TestRestoreFor(t *testing.T) {
+	p := passagesOf
+	size := func(p retrieve.Passage) int { return p.Tokens }
+	r := reuse{earlier: []earlierLayout{{p(10, 20), "a"}, {p(10, 20, 30), "b"}, {p(40), "c"}}}
+	tests := []struct {
+		name string
+		turn []retrieve.Passage
+		held int
+		want string
+	}{
+		{"the longest shared start", p(10, 20, 30, 50), 0, "b"},
+		{"only as far as the turn goes", p(10, 20), 0, "a"},
+		{"a later passage in common counts for nothing", p(50, 40), 0, ""},
+		{"not when a sequence's layout keeps as much", p(10, 20, 30), 300, ""},
+		{"when it keeps more than the sequence's", p(10, 20, 30), 200, "b"},
+		{"nothing kept", nil, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.restoreFor(tt.turn, size, tt.held); got != tt.want {
+				t.Errorf("restoreFor = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -220,7 +220,8 @@ func (a *App) quietPlan(ctx context.Context, q *question, who drafting) (plan, e
 // reuse gives assembly the layouts g's sequences hold after the same
 // conversation, to start this turn with: the speculative sequence's (the
 // drafts of this question), then the answer sequence's (the question asked
-// again).
+// again), then, for a question, those of earlier questions whose states
+// the runner keeps (another chat's passages).
 func (a *App) reuse(q *question, g Generator, pool []retrieve.Passage, who drafting) reuse {
 	r := reuse{pool: pool}
 	id := speedKey(g)
@@ -236,6 +237,9 @@ func (a *App) reuse(q *question, g Generator, pool []retrieve.Passage, who draft
 		}
 	}
 	a.ahead.layouts(q.baseKey(g), bool(who), &r)
+	if l := local(g); l != nil && who == forQuestion {
+		a.earlier.layouts(l, q.baseKey(g), &r)
+	}
 	return r
 }
 

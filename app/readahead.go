@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -157,8 +156,7 @@ func (r *readAhead) ready(model, base string, kept []retrieve.Passage) bool {
 	if sp == nil || !sp.done || sp.err != nil || sp.model != model || sp.base != base {
 		return false
 	}
-	return len(kept) <= len(sp.passages) && slices.EqualFunc(kept, sp.passages[:len(kept)],
-		func(a, b retrieve.Passage) bool { return a.ChunkID == b.ChunkID })
+	return len(kept) <= len(sp.passages) && samePassages(kept, sp.passages[:len(kept)])
 }
 
 // cut notes that a question's prefill cuts the speculative sequence back

@@ -75,6 +75,13 @@ type Trace struct {
 	// was too long to read within the same budget: the run of its words
 	// that holds the most of the question's words.
 	Cut *PassageCut `json:"cut,omitempty"`
+	// Restored is the tokens of an earlier question's state (another chat
+	// whose prompt starts with the same passages), kept by the runner and
+	// placed in the answer sequence before the prompt was read: exact KV,
+	// reused as far as it matches (within CachedTokens). RestoreNote says
+	// why a state named for restoring was not placed.
+	Restored    int    `json:"restored_tokens,omitempty"`
+	RestoreNote string `json:"restore_note,omitempty"`
 	// Stitch says whether saved passage KV was used: "" (the setting is
 	// off), "on", or "refused" (StitchNote says why). Stitched passages
 	// were placed from their saved KV, StitchedTokens of them not read,
@@ -140,7 +147,8 @@ const (
 	StageAssemble    = "prompt_assemble_ms"
 	StageTokenize    = "tokenize_ms"
 	StagePrefill     = "prefill_ms"
-	StageStitch      = "stitch_ms" // part of prefill: placing saved passage KV
+	StageRestore     = "restore_ms" // before prefill: placing an earlier question's kept state
+	StageStitch      = "stitch_ms"  // part of prefill: placing saved passage KV
 	StageFirstDecode = "first_decode_ms"
 	StageRunnerRTT   = "runner_rtt_ms"
 	StageLLMTTFT     = "llm_ttft_ms"

@@ -94,6 +94,11 @@ type Options struct {
 	// KV, if set, keeps warm prefixes' KV states (see Warm) in RAM and on
 	// disk, so a restarted runner or app restores them in milliseconds.
 	KV *kv.Store
+	// KeepBytes is the memory the runner may hold the states of answered
+	// prompts in (GenerateRequest.KeepAs), least recently used out first;
+	// 0 keeps none. Models with a sliding window or a recurrent state keep
+	// none either way.
+	KeepBytes int64
 	// SpecFloor is the acceptance rate below which GenerateRequest.Speculate
 	// switches itself off for a while (default DefaultSpecFloor; negative:
 	// never).
@@ -358,7 +363,7 @@ func (m *Model) start(ctx context.Context) (*process, bool, error) {
 	}
 	load := &wire.LoadParams{Path: m.opt.Path, NumCtx: m.opt.NumCtx, KVCells: m.opt.KVCells, Batch: m.opt.Batch,
 		Seqs: m.opt.Seqs, Threads: m.opt.Threads, GPULayers: m.opt.GPULayers, FlashAttention: m.opt.FlashAttention,
-		Pooling: max(int(m.info.PoolingType), 0), Draft: m.opt.Draft}
+		Pooling: max(int(m.info.PoolingType), 0), Draft: m.opt.Draft, KeepBytes: m.opt.KeepBytes}
 	err = p.call(ctx, wire.Request{Op: "load", Load: load}, func(wire.Reply) error { return nil })
 	if err != nil {
 		p.close()
@@ -426,6 +431,15 @@ type GenerateRequest struct {
 	// Inspect, if set, receives the first sampled token's logits and the
 	// sampled tokens when generation ends (fidelity checks).
 	Inspect func(firstLogits []float32, tokens []int)
+	// KeepAs keeps the answer sequence's state (prompt and answer) in the
+	// runner's memory under this name once the answer is sent
+	// (Options.KeepBytes; Stats.Kept names the states kept then). Restore
+	// names such a state, an earlier prompt that starts as this one does:
+	// it is placed in the answer sequence first when it holds more of the
+	// prompt than any sequence does (Stats.Restored, RestoreMs;
+	// RestoreSkipped says why not), and reused like any cached prefix, as
+	// far as its tokens agree with the prompt's.
+	KeepAs, Restore string
 }
 
 // Generate streams the completion's text to fn piece by piece, as each token
@@ -453,7 +467,7 @@ func (m *Model) Generate(ctx context.Context, req GenerateRequest, fn func(piece
 	var sent time.Time
 	firstSeen := false
 	call := wire.Request{Op: "generate", Text: prompt, Sampling: req.Sampling, MaxTokens: req.MaxTokens,
-		Stop: append(append([]string(nil), m.tmpl.Stops...), req.Stop...)}
+		Stop: append(append([]string(nil), m.tmpl.Stops...), req.Stop...), KeepAs: req.KeepAs, Restore: req.Restore}
 	if req.TrimSpeculative && m.opt.Seqs > SeqSpeculative {
 		call.Trim = []int{SeqSpeculative}
 	}

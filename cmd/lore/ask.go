@@ -95,7 +95,7 @@ func printSources(sources []app.Source) {
 
 // stageOrder is the order stages are shown in, as on the latency panel.
 var stageOrder = []string{app.StageEmbed, app.StageVector, app.StageBM25, app.StageRetrieval,
-	app.StageRerank, app.StageAssemble, app.StageQueue, app.StageRunnerRTT, app.StageTokenize, app.StagePrefill,
+	app.StageRerank, app.StageAssemble, app.StageQueue, app.StageRunnerRTT, app.StageTokenize, app.StageRestore, app.StagePrefill,
 	app.StageFirstDecode, app.StageLLMTTFT, app.StageFlush, app.StageTTFT, app.StageDecode, app.StageTotal}
 
 func printTrace(t *app.Trace) {

@@ -50,6 +50,15 @@ type ttftReport struct {
 	ColdAccuracy  *float64 `json:"cold_accuracy,omitempty"`
 	TypedAccuracy *float64 `json:"typed_accuracy,omitempty"`
 
+	// Again: earlier cold questions asked again, each in a new chat, once
+	// other questions have passed through the model (its runner's kept
+	// states); AgainSame counts the answers word for word as the first time.
+	AgainP50     float64 `json:"again_p50_ms"`
+	AgainP95     float64 `json:"again_p95_ms"`
+	AgainEvalP50 float64 `json:"again_eval_tokens_p50"`
+	AgainN       int     `json:"again_questions"`
+	AgainSame    int     `json:"again_same_answers"`
+
 	FollowupP50    float64 `json:"followup_p50_ms"`
 	FollowupP95    float64 `json:"followup_p95_ms"`
 	FollowupReuse  float64 `json:"followup_reuse"`   // median cached_tokens / the previous prompt's tokens; -1: unknown (the server reports no counts)
@@ -79,7 +88,7 @@ func benchTTFT(ctx context.Context, args []string) error {
 	contextTokens := fs.Int("context-tokens", fullContext, "passage token budget: the top-K passages whole by default (0: auto, about a second of prefill)")
 	answers := fs.String("answers", "", "grade the answers against this answer set (eval/answers-sample.jsonl: the sample library's), whose questions replace the labelled queries; use a real model (lore models fetch)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	only := fs.String("only", "cold,typed,followup,stitched,restart", "scenarios to run, comma-separated")
+	only := fs.String("only", "cold,again,typed,followup,stitched,restart", "scenarios to run, comma-separated (again needs cold)")
 	repair := fs.Int("repair", app.DefaultPassageRepair, "tokens of each stitched passage read again")
 	fidelity := fs.Bool("fidelity", false, "compare stitched prompts with full reading (k = 0, 4, 16, 32, all)")
 	chatURL := fs.String("chat-url", "", "OpenAI-compatible server `URL` that answers (the local model stays as its fallback); key: $LORE_API_KEY or `lore key set`")
@@ -214,7 +223,35 @@ func benchTTFT(ctx context.Context, args []string) error {
 		right(&coldRight, q.Query)
 		prompts = append(prompts, float64(tr.PromptTokens))
 		coldEval = append(coldEval, float64(tr.EvalTokens))
-		logf("cold %2d/%d: ttft %6.0f ms, %d prompt tokens, %d evaluated", i+1, *n, tr.Stages[app.StageTTFT], tr.PromptTokens, tr.EvalTokens)
+		logf("cold %2d/%d: ttft %6.0f ms, %d prompt tokens, %d evaluated, %d restored%s", i+1, *n, tr.Stages[app.StageTTFT],
+			tr.PromptTokens, tr.EvalTokens, tr.Restored, note(tr.RestoreNote))
+	}
+
+	// Again: up to maxAgain cold questions before the last, each asked in a
+	// new chat once later questions have used the answer sequence.
+	var again, againEval []float64
+	if want("again") && len(cold) > 2 {
+		first := map[string]string{}
+		for _, q := range qs[:*n] {
+			first[q.Query] = answer[q.Query].String()
+		}
+		for _, q := range qs[max(*n-1-maxAgain, 0) : *n-1] {
+			tr, err := askOne(q.Query, 0)
+			if err != nil {
+				return err
+			}
+			again = append(again, tr.Stages[app.StageTTFT])
+			againEval = append(againEval, float64(tr.EvalTokens))
+			same := answer[q.Query].String() == first[q.Query]
+			if same {
+				rep.AgainSame++
+			}
+			logf("again %2d: ttft %6.0f ms, %d prompt tokens, %d evaluated, %d restored%s; the same answer: %v", len(again),
+				tr.Stages[app.StageTTFT], tr.PromptTokens, tr.EvalTokens, tr.Restored, note(tr.RestoreNote), same)
+		}
+		rep.AgainN = len(again)
+		rep.AgainP50, rep.AgainP95 = pctOf(sorted(again), 0.5), pctOf(sorted(again), 0.95)
+		rep.AgainEvalP50 = pctOf(sorted(againEval), 0.5)
 	}
 
 	gap := time.Duration(float64(time.Second) / *cps)
@@ -261,8 +298,8 @@ func benchTTFT(ctx context.Context, args []string) error {
 				right(&typedRight, q.Query)
 			}
 			st := tr.Stages
-			logf("%s %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d stitched, %d evaluated after Enter; passages: %d new, %d stale, %d late, %d tokens cut; ms: queue %.0f, retrieval %.0f (embed %.0f, rerank %.0f), assemble %.0f, prefill %.0f, first decode %.0f)", mode, i+1, len(qs),
-				st[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.StitchedTokens, tr.EvalTokens,
+			logf("%s %2d/%d: ttft %6.0f ms, prefetch %s %s (%d tokens prefilled while typing, %d stitched, %d restored, %d evaluated after Enter; passages: %d new, %d stale, %d late, %d tokens cut; ms: queue %.0f, retrieval %.0f (embed %.0f, rerank %.0f), assemble %.0f, prefill %.0f, first decode %.0f)", mode, i+1, len(qs),
+				st[app.StageTTFT], tr.Prefetch, tr.PrefetchMiss, tr.PrefetchedTokens, tr.StitchedTokens, tr.Restored, tr.EvalTokens,
 				tr.PrefetchNewPassages, tr.StalePassages, tr.LatePassages, cutTokens,
 				st[app.StageQueue], st[app.StageRetrieval], st[app.StageEmbed], st[app.StageRerank], st[app.StageAssemble], st[app.StagePrefill], st[app.StageFirstDecode])
 		}
@@ -405,6 +442,10 @@ func (rep *ttftReport) print(asJSON bool, cps float64) error {
 		fmt.Printf("  typed      p50 %6.0f ms  p95 %6.0f ms  (%d evaluated; prefetch hit rate %.0f%%, adopted %.0f%% at %.0f chars/s; %d passages left out and %d cut for time; prompts held a relevant document for %.0f%%%s)\n",
 			rep.TypedP50, rep.TypedP95, int(rep.TypedEvalP50), 100*rep.PrefetchHit, 100*rep.PrefetchAdopted, cps, rep.LatePassages, rep.CutPassages, 100*rep.TypedRecall, acc(rep.TypedAccuracy))
 	}
+	if rep.AgainN > 0 {
+		fmt.Printf("  again      p50 %6.0f ms  p95 %6.0f ms  (%d earlier questions, each in a new chat: %d evaluated, median; %d of %d answers the same as the first time)\n",
+			rep.AgainP50, rep.AgainP95, rep.AgainN, int(rep.AgainEvalP50), rep.AgainSame, rep.AgainN)
+	}
 	switch {
 	case rep.FollowupP50 == 0: // not run (--only)
 	case rep.FollowupReuse < 0:
@@ -499,4 +540,17 @@ func cpuModel() string {
 		}
 	}
 	return ""
+}
+
+// maxAgain is how many cold questions the again scenario asks again: the
+// runner keeps the states of about eight ~1,200-token prompts of the demo
+// model.
+const maxAgain = 4
+
+// note is ": why" for a reason given, else "".
+func note(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (" + why + ")"
 }

@@ -68,6 +68,7 @@ type server struct {
 	stitched []stitchMark
 	// draft proposes speculative tokens (LoadParams.Draft); nil: prompt lookup.
 	draft *drafter
+	kept  *keptStates // states generate kept (Request.KeepAs)
 }
 
 type stitchMark struct{ from, repair int }
@@ -239,6 +240,11 @@ func (s *server) load(p *wire.LoadParams) error {
 	s.p, s.model, s.lctx, s.batch = *p, m, c, b
 	s.seqs = make([][]int, seqs)
 	s.stitched = slices.Repeat([]stitchMark{exact}, seqs)
+	if p.KeepBytes > 0 && slidingWindow(m) == 0 && !stateful(m) {
+		// A window cache keeps too few cells, a recurrent state none per
+		// position, to start another prompt with.
+		s.kept = newKeptStates(p.KeepBytes)
+	}
 	fmt.Fprintf(os.Stderr, "runner: loaded %s in %.0f ms\n", p.Path, ms(time.Since(start)))
 	s.reply(wire.Reply{Done: true})
 	return nil
@@ -405,6 +411,9 @@ func (s *server) prefillTokens(req wire.Request, toks []int, st *wire.Stats) ([]
 				s.trimSeq(o, c)
 			}
 		}
+	}
+	if req.Restore != "" {
+		s.restore(req, toks, st)
 	}
 	best, n := s.bestPrefix(req, toks)
 	if best != seq {
@@ -576,26 +585,11 @@ func (s *server) stateLoad(req wire.Request) error {
 			return fmt.Errorf("state_load: %w", err)
 		}
 	}
-	seq := req.Seq
-	s.clearSeq(seq)
 	var st wire.Stats
-	for {
-		err := stateSet(s.lctx, seq, data)
-		if err == nil {
-			break
-		}
-		// No free cells is one reason llama.cpp rejects a state; make room once per other sequence.
-		if !errors.Is(err, errStateRejected) || !s.evict(seq) {
-			s.clearSeq(seq)
-			return fmt.Errorf("state_load: %w", err)
-		}
-		st.Evicted++
+	var err error
+	if st.Evicted, err = s.setState(req.Seq, data, req.Tokens); err != nil {
+		return fmt.Errorf("state_load: %w", err)
 	}
-	if lo, hi := seqPosRange(s.lctx, seq); lo != 0 || hi != len(req.Tokens)-1 {
-		s.clearSeq(seq)
-		return fmt.Errorf("state_load: the state holds positions %d..%d, not the %d tokens given", lo, hi, len(req.Tokens))
-	}
-	s.seqs[seq] = slices.Clone(req.Tokens)
 	st.PromptTokens, st.CachedTokens, st.Restored = len(req.Tokens), len(req.Tokens), true
 	st.StateBytes, st.RestoreMs = len(data), ms(time.Since(t))
 	s.reply(wire.Reply{Stats: &st, Done: true})
@@ -741,6 +735,9 @@ func (s *server) generate(req wire.Request, at time.Time) error {
 	if st.DecodeMs > 0 {
 		st.DecodeTokS = float64(st.DecodeTokens) / (st.DecodeMs / 1000)
 	}
+	// Kept before the reply, so that it says what the runner keeps: the
+	// answer's text has all been sent by now.
+	st.Kept = s.keepAfter(req, st.StopReason == "cancel")
 	s.reply(wire.Reply{Done: true, Stats: &st, Logits: logits, Tokens: ids})
 	return nil
 }

@@ -17,6 +17,11 @@
 //	            saved by passage_kv are stitched in instead of evaluated (by
 //	            way of sequence Scratch). Stitched cells are approximate: a
 //	            later prompt reuses them only when stitched with the same Repair.
+//	            With Restore, the state kept under that name is first placed in
+//	            Seq when it holds more of the prompt than any sequence does;
+//	            with KeepAs, the sequence's state is kept in the runner's memory
+//	            under that name once the answer is sent, within Load's KeepBytes
+//	            (Stats.Kept: the names kept).
 //	passage_kv  Text (the prefix), Texts[0] (the passage), Seq[, Path, Batch] →
 //	            Tokens (prefix and passage), Pos (where the passage starts),
 //	            State (or the bytes written to Path), Stats: the passage's KV
@@ -51,6 +56,9 @@ type LoadParams struct {
 	// Draft, if set, is a GGUF model with the same vocabulary (checked by the
 	// parent) that proposes the tokens of Speculate instead of prompt lookup.
 	Draft string `json:"draft,omitempty"`
+	// KeepBytes bounds the states generate keeps in the runner's memory
+	// (Request.KeepAs), least recently used out first; 0 keeps none.
+	KeepBytes int64 `json:"keep_bytes,omitempty"`
 }
 
 // Sampling holds the sampler settings. Temperature 0 means greedy.
@@ -107,6 +115,13 @@ type Request struct {
 	Segments []Segment `json:"segments,omitempty"`
 	Repair   int       `json:"repair,omitempty"`
 	Scratch  int       `json:"scratch,omitempty"`
+	// KeepAs, for generate, keeps the sequence's state in the runner's
+	// memory under this name once the answer is sent (a later generate's
+	// Restore); Restore names a kept state to place in Seq before the
+	// prompt is read, when it holds more of the prompt than any sequence
+	// does (Stats.Restored; Stats.RestoreSkipped says why not).
+	KeepAs  string `json:"keep_as,omitempty"`
+	Restore string `json:"restore,omitempty"`
 	// Logits asks a generate for the first sampled token's logits and the
 	// sampled tokens (Reply.Logits, Reply.Tokens).
 	Logits bool `json:"logits,omitempty"`
@@ -204,6 +219,11 @@ type Stats struct {
 	RestoreMs  float64 `json:"restore_ms,omitempty"`
 	SaveMs     float64 `json:"save_ms,omitempty"`
 	StateBytes int     `json:"state_bytes,omitempty"`
+	// RestoreSkipped says why a generate's Restore was not placed; Kept
+	// names the states the runner keeps after its KeepAs, most recently
+	// used first.
+	RestoreSkipped string   `json:"restore_skipped,omitempty"`
+	Kept           []string `json:"kept,omitempty"`
 
 	// Stitching (generate with Segments): passages placed from saved KV,
 	// their tokens that were not evaluated, the opening tokens evaluated

@@ -88,6 +88,14 @@ describe('Latency view', () => {
     expect(nums.reduce((a, b) => a + b, 0)).toBe(817);
   });
 
+  it('cache: the tokens an earlier question\'s kept state gave, or why it did not', () => {
+    const cache = (t: Trace) => renderDetails(t).querySelector('[data-testid="detail-cache"]')!.textContent;
+    const base = { ...TRACE, embed_cache_hit: false, retrieval_cache_hit: false };
+    expect(cache({ ...base, restored_tokens: 1145 })).toBe('embedding miss · retrieval miss · 1,145 tokens restored from an earlier question');
+    expect(cache({ ...base, restore_note: 'no longer kept' })).toBe('embedding miss · retrieval miss · earlier question\'s state not restored: no longer kept');
+    expect(cache(base)).toBe('embedding miss · retrieval miss');
+  });
+
   it('passage budget: the number and where it came from', () => {
     const budget = (t: Trace) => renderDetails(t).querySelector('[data-testid="detail-budget"]')!.textContent;
     expect(budget({ ...TRACE, context_budget: 1152, context_budget_from: 'measured earlier' })).toBe('1,152 tokens (automatic: the reading speed measured in an earlier run)');

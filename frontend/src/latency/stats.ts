@@ -16,6 +16,7 @@ export const STAGE_ORDER = [
   'rerank_ms',
   'prompt_assemble_ms',
   'tokenize_ms',
+  'restore_ms',
   'prefill_ms',
   'first_decode_ms',
   'runner_rtt_ms',

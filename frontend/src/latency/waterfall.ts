@@ -30,6 +30,8 @@ export const WATERFALL_ROWS: RowDef[] = [
   // queue, prefill or first-token rows).
   { stage: 'queue', key: 'queue_ms', label: 'queue', optional: true },
   { stage: 'tokenize', key: 'tokenize_ms', label: 'tokenize', optional: true },
+  // Placing an earlier question's kept state before reading (a question asked again, another chat's passages).
+  { stage: 'restore', key: 'restore_ms', label: 'restore KV', optional: true },
   { stage: 'prefill', key: 'prefill_ms', label: 'prefill', optional: true },
   // Placing saved passage KV, inside prefill (only with the passage KV setting on).
   { stage: 'stitch', key: 'stitch_ms', label: 'stitch KV', parent: 'prefill', optional: true },

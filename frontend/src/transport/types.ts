@@ -86,6 +86,7 @@ export type StageKey =
   | 'rerank_ms'
   | 'prompt_assemble_ms'
   | 'tokenize_ms'
+  | 'restore_ms'
   | 'prefill_ms'
   | 'stitch_ms'
   | 'first_decode_ms'
@@ -153,6 +154,10 @@ export interface Trace {
   /** The best passage, cut for the same budget: the run of `words` words from word `from` (the one with the most of
    * the question's words) stayed, `tokens` fewer than the whole. */
   cut?: { chunk_id: number; from: number; words: number; tokens: number };
+  /** Tokens of an earlier question's kept state (another chat's prompt that starts the same) placed before reading:
+   * exact, part of cached_tokens. restore_note says why a kept state was not placed. */
+  restored_tokens?: number;
+  restore_note?: string;
   /** Saved passage KV: '' (setting off), on, or refused (stitch_note says why). Approximate. */
   stitch?: 'on' | 'refused' | string;
   stitch_note?: string;

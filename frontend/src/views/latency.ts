@@ -75,6 +75,12 @@ function prefetchText(t: Trace): string {
   return parts.join(' · ');
 }
 
+/** What an earlier question's kept state did for this prompt ('' when none was named). */
+export function restoredText(t: Trace): string {
+  if (t.restored_tokens) return ` · ${fmtInt(t.restored_tokens)} tokens restored from an earlier question`;
+  return t.restore_note ? ` · earlier question's state not restored: ${t.restore_note}` : '';
+}
+
 /** What saved passage KV did for this answer ('—' when the setting is off). */
 export function stitchText(t: Trace): string {
   if (t.stitch === 'refused') return `refused${t.stitch_note ? ` — ${t.stitch_note}` : ''}`;
@@ -118,7 +124,7 @@ export function renderDetails(t: Trace): HTMLElement {
     ...item('Mostly', causeText(t) || '—', 'detail-cause'),
     ...item('Support', supportDetail(t), 'detail-support', SUPPORT_TITLE),
     ...item('Prompt tokens', tokens, 'detail-tokens'),
-    ...item('Cache', `embedding ${yesNo(t.embed_cache_hit)} · retrieval ${yesNo(t.retrieval_cache_hit)}`, 'detail-cache'),
+    ...item('Cache', `embedding ${yesNo(t.embed_cache_hit)} · retrieval ${yesNo(t.retrieval_cache_hit)}${restoredText(t)}`, 'detail-cache'),
     ...item('Prefetch', prefetchText(t), 'detail-prefetch'),
     ...item('Passage KV', stitchText(t), 'detail-stitch'),
     ...item('Fallback', fb, 'detail-fallback'),
