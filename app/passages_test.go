@@ -51,6 +51,12 @@ func TestPassageKVStitched(t *testing.T) {
 		t.Errorf("token accounting: %d evaluated + %d stitched + %d cached != %d; stitch %.2f ms",
 			tr.EvalTokens, tr.StitchedTokens, tr.CachedTokens, tr.PromptTokens, tr.Stages[app.StageStitch])
 	}
+	// A question whose passages are not saved yet reads them, and says why
+	// it may not stitch on this model.
+	if tr := ask(t, a, "the city orchestra summer concert", 0).trace; tr.Stitch != "on" || tr.UncachedPassages == 0 ||
+		!strings.Contains(tr.StitchNote, "not measured") {
+		t.Fatalf("passages not saved yet: stitch %q (%s), %d passages without saved KV", tr.Stitch, tr.StitchNote, tr.UncachedPassages)
+	}
 	t.Logf("stitched: %d read, %d stitched (%d repaired), %d cached", tr.EvalTokens, tr.StitchedTokens, tr.RepairedTokens, tr.CachedTokens)
 }
 

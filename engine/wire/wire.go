@@ -212,7 +212,8 @@ type Stats struct {
 	LlamaMs float64 `json:"llama_ms"`
 
 	// KV state transfers (state_save, state_load, and Warm through a store).
-	// Restored says the tokens came from a saved state, not a prefill;
+	// Restored says the tokens came from a saved state, not a prefill
+	// (state_load, or a generate's Restore);
 	// RestoreMs and SaveMs are the runner's llama.cpp calls plus transfer,
 	// StateBytes the size of the state.
 	Restored   bool    `json:"restored,omitempty"`
